@@ -1,0 +1,343 @@
+import { VERSION } from "../kernel/version.ts";
+
+/**
+ * The OpenAPI 3.0 document of `/api/admin` (served admin-only at /api/admin/openapi and
+ * published unauthenticated at /api/docs/v1/admin/openapi.json).
+ */
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: unknown) => ({ "application/json": { schema } });
+const idParam = { name: "id", in: "path", required: true, schema: { type: "string", format: "uuid" } };
+const errors = {
+  "400": { description: "Invalid request", content: json(ref("Error")) },
+  "401": { description: "Authentication required", content: json(ref("Error")) },
+  "403": { description: "Admin role required", content: json(ref("Error")) },
+  "429": { description: "Request budget exhausted", content: json(ref("RateLimited")) },
+};
+const notFound = { "404": { description: "Not found", content: json(ref("Error")) } };
+
+function op(
+  tag: string,
+  summary: string,
+  ok: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return { tags: [tag], summary, responses: { ...ok, ...errors }, ...extra };
+}
+
+export function adminOpenApiDocument(baseUrl: string): Record<string, unknown> {
+  const userOk = { "200": { description: "The user", content: json(ref("User")) }, ...notFound };
+  const profileOk = {
+    "200": { description: "The role profile", content: json(ref("RoleProfile")) },
+    ...notFound,
+  };
+  return {
+    openapi: "3.0.0",
+    info: { title: "netmon admin API", version: VERSION },
+    servers: [{ url: baseUrl }],
+    security: [{ bearer: [] }, { apiKey: [] }, { session: [] }],
+    paths: {
+      "/api/admin/users": {
+        get: op(
+          "users",
+          "List users (newest first)",
+          {
+            "200": { description: "Users", content: json({ type: "array", items: ref("User") }) },
+          },
+          {
+            parameters: [
+              {
+                name: "limit",
+                in: "query",
+                schema: { type: "integer", default: 100, minimum: 1, maximum: 1000 },
+              },
+              {
+                name: "role",
+                in: "query",
+                schema: { type: "string", enum: ["viewer", "operator", "admin"] },
+              },
+              {
+                name: "status",
+                in: "query",
+                schema: { type: "string", enum: ["active", "disabled", "inactive"] },
+              },
+            ],
+          },
+        ),
+        post: op(
+          "users",
+          "Create a user",
+          {
+            "201": { description: "Created", content: json(ref("User")) },
+            "409": { description: "Email taken", content: json(ref("Error")) },
+          },
+          { requestBody: { required: true, content: json(ref("UserCreate")) } },
+        ),
+      },
+      "/api/admin/users/{id}": {
+        get: op("users", "Read a user", userOk, { parameters: [idParam] }),
+        patch: op("users", "Update a user", userOk, {
+          parameters: [idParam],
+          requestBody: { required: true, content: json(ref("UserUpdate")) },
+        }),
+      },
+      "/api/admin/users/{id}/deactivate": {
+        post: op("users", "Disable a user (sign-in refused, sessions and tokens stop working)", userOk, {
+          parameters: [idParam],
+        }),
+      },
+      "/api/admin/users/{id}/reactivate": {
+        post: op("users", "Re-enable a user", userOk, { parameters: [idParam] }),
+      },
+      "/api/admin/role-profiles/catalog": {
+        get: op("role-profiles", "The permission catalog", {
+          "200": { description: "Permissions", content: json({ type: "array", items: ref("Permission") }) },
+        }),
+      },
+      "/api/admin/role-profiles": {
+        get: op("role-profiles", "List role profiles", {
+          "200": { description: "Profiles", content: json({ type: "array", items: ref("RoleProfile") }) },
+        }),
+        post: op(
+          "role-profiles",
+          "Create a role profile",
+          {
+            "201": { description: "Created", content: json(ref("RoleProfile")) },
+            "409": { description: "Name taken", content: json(ref("Error")) },
+          },
+          { requestBody: { required: true, content: json(ref("RoleProfileInput")) } },
+        ),
+      },
+      "/api/admin/role-profiles/{id}": {
+        get: op("role-profiles", "Read a role profile", profileOk, { parameters: [idParam] }),
+        patch: op("role-profiles", "Update a custom role profile (applies on the next request)", profileOk, {
+          parameters: [idParam],
+          requestBody: { required: true, content: json(ref("RoleProfileInput")) },
+        }),
+        delete: op(
+          "role-profiles",
+          "Delete a custom role profile not assigned to any user",
+          {
+            "204": { description: "Deleted" },
+            "409": { description: "In use", content: json(ref("Error")) },
+            ...notFound,
+          },
+          { parameters: [idParam] },
+        ),
+      },
+      "/api/admin/api-keys": {
+        get: op("api-keys", "List API keys (never the key)", {
+          "200": { description: "Keys", content: json({ type: "array", items: ref("ApiKey") }) },
+        }),
+        post: op(
+          "api-keys",
+          "Create an API key (the key is returned once)",
+          {
+            "201": { description: "Created", content: json(ref("ApiKeyCreated")) },
+          },
+          {
+            requestBody: {
+              required: true,
+              content: json({
+                type: "object",
+                required: ["name"],
+                properties: {
+                  name: { type: "string" },
+                  user_id: {
+                    type: "string",
+                    format: "uuid",
+                    description: "Owner whose permissions apply (default: you)",
+                  },
+                  expires_in: { oneOf: [{ type: "integer" }, { type: "string", example: "90d" }] },
+                },
+              }),
+            },
+          },
+        ),
+      },
+      "/api/admin/api-keys/{id}": {
+        delete: op(
+          "api-keys",
+          "Revoke an API key",
+          {
+            "200": { description: "Revoked", content: json(ref("ApiKey")) },
+            ...notFound,
+          },
+          { parameters: [idParam] },
+        ),
+      },
+      "/api/admin/control-credentials": {
+        get: op("control-plane", "List gateway/agent credentials", {
+          "200": {
+            description: "Credentials",
+            content: json({ type: "array", items: ref("ControlCredential") }),
+          },
+        }),
+        post: op(
+          "control-plane",
+          "Issue a gateway/agent bearer credential (returned once)",
+          {
+            "201": { description: "Created", content: json(ref("ControlCredential")) },
+          },
+          {
+            requestBody: {
+              required: true,
+              content: json({
+                type: "object",
+                required: ["kind", "name"],
+                properties: {
+                  kind: { type: "string", enum: ["gateway", "agent"] },
+                  name: { type: "string" },
+                  expires_in: { oneOf: [{ type: "integer" }, { type: "string" }] },
+                },
+              }),
+            },
+          },
+        ),
+      },
+      "/api/admin/control-credentials/{id}": {
+        delete: op(
+          "control-plane",
+          "Revoke a gateway/agent credential",
+          {
+            "200": { description: "Revoked", content: json(ref("ControlCredential")) },
+            ...notFound,
+          },
+          { parameters: [idParam] },
+        ),
+      },
+      "/api/admin/openapi": {
+        get: op("docs", "This document", {
+          "200": { description: "OpenAPI 3.0 document", content: json({ type: "object" }) },
+        }),
+      },
+    },
+    components: {
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
+        apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
+        session: { type: "apiKey", in: "cookie", name: "netmon_session" },
+      },
+      schemas: {
+        Error: {
+          type: "object",
+          required: ["error"],
+          properties: { error: { type: "string" }, message: { type: "string" } },
+        },
+        RateLimited: {
+          type: "object",
+          properties: { error: { type: "string", enum: ["rate_limited"] }, retry_after: { type: "integer" } },
+        },
+        User: {
+          type: "object",
+          properties: {
+            id: { type: "string", format: "uuid" },
+            email: { type: "string" },
+            display_name: { type: "string", nullable: true },
+            role: { type: "string", enum: ["viewer", "operator", "admin"] },
+            role_profile_id: { type: "string", format: "uuid", nullable: true },
+            status: { type: "string", enum: ["active", "disabled"] },
+            has_password: { type: "boolean" },
+            has_external_id: { type: "boolean" },
+            local_login_enabled: { type: "boolean" },
+            confirmed_at: { type: "string", format: "date-time", nullable: true },
+            last_login_at: { type: "string", format: "date-time", nullable: true },
+            last_auth_method: { type: "string", nullable: true },
+            authenticated_at: { type: "string", format: "date-time", nullable: true },
+            inserted_at: { type: "string", format: "date-time" },
+            updated_at: { type: "string", format: "date-time" },
+          },
+        },
+        UserCreate: {
+          type: "object",
+          required: ["email"],
+          properties: {
+            email: { type: "string" },
+            display_name: { type: "string" },
+            role: { type: "string", enum: ["viewer", "operator", "admin"], default: "viewer" },
+            password: { type: "string", minLength: 8 },
+            role_profile_id: { type: "string", format: "uuid", nullable: true },
+          },
+        },
+        UserUpdate: {
+          type: "object",
+          properties: {
+            display_name: { type: "string" },
+            role: { type: "string", enum: ["viewer", "operator", "admin"] },
+            role_profile_id: { type: "string", format: "uuid", nullable: true },
+            local_login_enabled: { type: "boolean" },
+          },
+        },
+        Permission: {
+          type: "object",
+          properties: {
+            key: { type: "string" },
+            section: { type: "string" },
+            description: { type: "string" },
+            default_roles: { type: "array", items: { type: "string" } },
+          },
+        },
+        RoleProfile: {
+          type: "object",
+          properties: {
+            id: { type: "string", format: "uuid" },
+            name: { type: "string" },
+            system_name: { type: "string", nullable: true },
+            description: { type: "string", nullable: true },
+            base_role: { type: "string", enum: ["viewer", "operator", "admin"] },
+            grant: { type: "array", items: { type: "string" } },
+            revoke: { type: "array", items: { type: "string" } },
+            permissions: { type: "array", items: { type: "string" } },
+            system: { type: "boolean" },
+            inserted_at: { type: "string", format: "date-time" },
+            updated_at: { type: "string", format: "date-time" },
+          },
+        },
+        RoleProfileInput: {
+          type: "object",
+          properties: {
+            name: { type: "string" },
+            description: { type: "string" },
+            base_role: { type: "string", enum: ["viewer", "operator", "admin"] },
+            grant: { type: "array", items: { type: "string" } },
+            revoke: { type: "array", items: { type: "string" } },
+            permissions: {
+              type: "array",
+              items: { type: "string" },
+              description: "Alternative to grant/revoke: the full permission set",
+            },
+          },
+        },
+        ApiKey: {
+          type: "object",
+          properties: {
+            id: { type: "string", format: "uuid" },
+            name: { type: "string" },
+            prefix: { type: "string" },
+            user_id: { type: "string", format: "uuid" },
+            created_by: { type: "string", format: "uuid", nullable: true },
+            created_at: { type: "string", format: "date-time" },
+            expires_at: { type: "string", format: "date-time", nullable: true },
+            revoked_at: { type: "string", format: "date-time", nullable: true },
+            last_used_at: { type: "string", format: "date-time", nullable: true },
+          },
+        },
+        ApiKeyCreated: {
+          allOf: [ref("ApiKey"), { type: "object", properties: { key: { type: "string" } } }],
+        },
+        ControlCredential: {
+          type: "object",
+          properties: {
+            id: { type: "string", format: "uuid" },
+            kind: { type: "string", enum: ["gateway", "agent"] },
+            name: { type: "string" },
+            token: { type: "string", description: "Only in the creation response" },
+            created_at: { type: "string", format: "date-time" },
+            expires_at: { type: "string", format: "date-time", nullable: true },
+            revoked_at: { type: "string", format: "date-time", nullable: true },
+            last_used_at: { type: "string", format: "date-time", nullable: true },
+          },
+        },
+      },
+    },
+  };
+}

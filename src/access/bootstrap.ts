@@ -1,0 +1,69 @@
+import fs from "node:fs";
+import type { AppContext } from "../kernel/context.ts";
+import { sql } from "../storage/sql.ts";
+import { verifyPassword } from "./passwords.ts";
+import { findUserByEmail, insertUser, setUserPassword } from "./users.ts";
+
+export type BootstrapOutcome =
+  | "created"
+  | "password_synced"
+  | "exists"
+  | "admin_exists"
+  | "no_password"
+  | "error";
+
+/**
+ * Create the first admin at start-up (spec 5, reference 4.5):
+ * password from SERVICE_ADMIN_PASSWORD, else SERVICE_ADMIN_PASSWORD_FILE (trimmed); neither →
+ * one warning saying how to create an admin. If the email exists: with
+ * SERVICE_ADMIN_PASSWORD_FORCE_SYNC the mounted secret is re-applied when it differs; else
+ * nothing. Otherwise, if any admin exists nothing happens; else the admin is created.
+ */
+export async function bootstrapAdmin(ctx: AppContext): Promise<BootstrapOutcome> {
+  const { email, password: envPassword, passwordFile, forceSync } = ctx.config.admin;
+  let password = envPassword && envPassword.trim() !== "" ? envPassword : undefined;
+  if (!password && passwordFile) {
+    try {
+      const text = fs.readFileSync(passwordFile, "utf8").trim();
+      if (text !== "") password = text;
+    } catch (err) {
+      ctx.log.error(
+        { file: passwordFile, code: (err as NodeJS.ErrnoException).code },
+        "cannot read SERVICE_ADMIN_PASSWORD_FILE; bootstrap admin not applied",
+      );
+      return "error";
+    }
+  }
+
+  const existing = await findUserByEmail(ctx.db, email);
+  if (existing) {
+    if (password && forceSync && !(await verifyPassword(existing.password_hash, password))) {
+      await setUserPassword(ctx, existing.id, password);
+      ctx.log.info(
+        { email, user_id: existing.id },
+        "bootstrap admin password re-applied (SERVICE_ADMIN_PASSWORD_FORCE_SYNC)",
+      );
+      return "password_synced";
+    }
+    return "exists";
+  }
+  const admin = await ctx.db.one(sql`SELECT 1 FROM users WHERE role = 'admin' LIMIT 1`);
+  if (admin) return "admin_exists";
+  if (!password) {
+    ctx.log.warn(
+      "no admin user exists and no bootstrap password is configured: set SERVICE_ADMIN_PASSWORD " +
+        "(or SERVICE_ADMIN_PASSWORD_FILE) and restart, or run " +
+        "`netmon users create --email EMAIL --role admin --password PASSWORD`",
+    );
+    return "no_password";
+  }
+  try {
+    const user = await insertUser(ctx, { email, display_name: "admin", role: "admin", password });
+    ctx.log.info({ email, user_id: user.id }, "bootstrap admin created");
+    return "created";
+  } catch (err) {
+    // Another replica created it at the same moment.
+    if ((err as { code?: string }).code === "email_taken") return "exists";
+    throw err;
+  }
+}

@@ -1,0 +1,217 @@
+import cookie from "@fastify/cookie";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { AccessRule, RateLimitScope } from "../http/route-config.ts";
+import type { AppContext } from "../kernel/context.ts";
+import { AuthenticationRequiredError, ForbiddenError, RateLimitedError } from "../kernel/errors.ts";
+import type { Feature } from "../kernel/feature.ts";
+import { type Actor, hasPermission, hasRole } from "./actor.ts";
+import { resolveCredentials } from "./authenticate.ts";
+import { bootstrapAdmin } from "./bootstrap.ts";
+import { checkOrigin } from "./csrf.ts";
+import { type Budget, createRateStore, RateLimiter } from "./rate-limit.ts";
+import { createRegistry, defaultRateLimit, type RouteRecord } from "./registry.ts";
+import { adminRoutes } from "./routes/admin.ts";
+import { credentialRoutes } from "./routes/credentials.ts";
+import { sessionRoutes } from "./routes/session.ts";
+import { CSRF_FIELD, CSRF_HEADER, csrfTokenMatches } from "./sessions.ts";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Raw session cookie when the actor was authenticated by it (CSRF check). */
+    sessionToken?: string;
+  }
+}
+
+/** Per-server access state, reachable from the context (fixtures, other domains). */
+export interface AccessState {
+  limiter: RateLimiter;
+  routes: RouteRecord[];
+}
+
+const STATES = new WeakMap<AppContext, AccessState>();
+
+export function accessState(ctx: AppContext): AccessState {
+  const s = STATES.get(ctx);
+  if (!s) throw new Error("the access feature is not running on this context");
+  return s;
+}
+
+/** Response header set when the access rule (not the handler) refused the request with 403. */
+export const ACCESS_DENIED_HEADER = "x-access-denied";
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** Decide a request against the route's rule. Returns an error to throw, or null to proceed. */
+export function enforce(rule: AccessRule, actor: Actor | null, reason?: string): Error | null {
+  if ("public" in rule || "optional" in rule) return null;
+  const unauthenticated = () =>
+    new AuthenticationRequiredError(
+      reason ? `Authentication required: ${reason}` : "Authentication required",
+    );
+  if (!actor) return unauthenticated();
+  const controlPlaneActor = actor.kind === "gateway" || actor.kind === "agent";
+  if ("controlPlane" in rule) {
+    if (controlPlaneActor) return null;
+    if (rule.permission) return hasPermission(actor, rule.permission) ? null : new ForbiddenError();
+    return hasRole(actor, "admin")
+      ? null
+      : new ForbiddenError("this endpoint is for gateway and agent credentials");
+  }
+  if (controlPlaneActor) {
+    return new ForbiddenError("control-plane credentials are only accepted on control-plane endpoints");
+  }
+  if ("authenticated" in rule) return null;
+  if ("permission" in rule) return hasPermission(actor, rule.permission) ? null : new ForbiddenError();
+  if ("role" in rule) return hasRole(actor, rule.role) ? null : new ForbiddenError();
+  return new ForbiddenError();
+}
+
+function budgetFor(ctx: AppContext, scope: RateLimitScope): Budget | null {
+  switch (scope) {
+    case "api_default":
+      return ctx.config.rateLimitApiDefault;
+    case "admin":
+      return ctx.config.rateLimitAdmin;
+    case "control":
+      return ctx.config.rateLimitControl;
+    default:
+      return null;
+  }
+}
+
+export function createAccessFeature(): Feature {
+  let state: AccessState | null = null;
+  let sweepTimer: NodeJS.Timeout | null = null;
+
+  return {
+    name: "access",
+    async routes(app: FastifyInstance, ctx: AppContext) {
+      await app.register(cookie);
+      const routes = createRegistry(app);
+      state = { limiter: new RateLimiter(createRateStore(ctx), () => ctx.now()), routes };
+      STATES.set(ctx, state);
+      const limiter = state.limiter;
+
+      app.addHook("onRoute", (opts) => {
+        const methods = Array.isArray(opts.method) ? opts.method : [opts.method];
+        const access = opts.config?.access;
+        const url = opts.url ?? opts.path;
+        if (!access) {
+          throw new Error(
+            `route ${methods.join(",")} ${url} declares no config.access (see src/http/route-config.ts)`,
+          );
+        }
+        const rateLimit = opts.config?.rateLimit ?? defaultRateLimit(url);
+        for (const method of methods) {
+          if (method === "HEAD" && routes.some((r) => r.method === "GET" && r.url === url)) continue;
+          routes.push({ method, url, access, rateLimit });
+        }
+      });
+
+      app.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {
+        const config = request.routeOptions.config;
+        const rule = config?.access;
+        if (!rule) return; // no route matched: the 404 handler answers
+        if (!("public" in rule)) {
+          const creds = await resolveCredentials(ctx, request);
+          let actor = creds.actor;
+          if ("optional" in rule && actor && actor.kind !== "user") actor = null;
+          const denied = enforce(rule, actor, creds.presented ? creds.reason : undefined);
+          if (denied) {
+            // 401s are answered before the budget: they consume nothing.
+            if (denied instanceof AuthenticationRequiredError) throw denied;
+          }
+          request.actor = actor;
+          if (actor?.authMethod === "session") request.sessionToken = creds.sessionToken;
+          await applyBudget(
+            ctx,
+            limiter,
+            request,
+            reply,
+            config.rateLimit ?? defaultRateLimit(request.routeOptions.url ?? ""),
+          );
+          if (denied) {
+            // Marks a denial by the route's access rule (vs. a handler's own 403, e.g. an
+            // ownership check); the authorization-matrix test relies on it.
+            reply.header(ACCESS_DENIED_HEADER, "rule");
+            throw denied;
+          }
+          return;
+        }
+        await applyBudget(
+          ctx,
+          limiter,
+          request,
+          reply,
+          config.rateLimit ?? defaultRateLimit(request.routeOptions.url ?? ""),
+        );
+      });
+
+      // CSRF: a cookie-authenticated mutation must carry the session's token (header
+      // x-csrf-token or form field _csrf) and, when the browser sends Origin, come from our origin.
+      app.addHook("preHandler", async (request: FastifyRequest) => {
+        const actor = request.actor;
+        if (actor?.authMethod !== "session" || SAFE_METHODS.has(request.method)) return;
+        checkOrigin(ctx, request);
+        const body = request.body as Record<string, unknown> | undefined;
+        const presented =
+          request.headers[CSRF_HEADER] ??
+          (body && typeof body === "object" && !Array.isArray(body) ? body[CSRF_FIELD] : undefined);
+        if (!request.sessionToken || !csrfTokenMatches(ctx, request.sessionToken, presented)) {
+          throw new ForbiddenError("missing or invalid CSRF token", { code: "csrf_invalid" });
+        }
+      });
+
+      await sessionRoutes(app, ctx, limiter);
+      await credentialRoutes(app, ctx);
+      await adminRoutes(app, ctx);
+    },
+
+    async start(ctx: AppContext) {
+      await bootstrapAdmin(ctx);
+      const limiter = state?.limiter;
+      if (limiter && limiter.store.kind !== "redis") {
+        sweepTimer = setInterval(() => {
+          limiter.sweep().catch((err) => ctx.log.warn({ err }, "rate-limit sweep failed"));
+        }, 5 * 60_000);
+        sweepTimer.unref();
+      }
+    },
+
+    async stop() {
+      if (sweepTimer) clearInterval(sweepTimer);
+      sweepTimer = null;
+      await state?.limiter.close();
+    },
+  };
+}
+
+async function applyBudget(
+  ctx: AppContext,
+  limiter: RateLimiter,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  scope: RateLimitScope,
+): Promise<void> {
+  const actor = request.actor;
+  // Gateway/agent credentials always draw from their own per-credential `control` budget.
+  if (scope !== "none" && (actor?.kind === "gateway" || actor?.kind === "agent")) scope = "control";
+  const budget = budgetFor(ctx, scope);
+  if (!budget) return;
+  const subject =
+    scope === "control" && actor
+      ? `cred:${actor.tokenJti ?? actor.sessionId ?? actor.id}`
+      : `ip:${request.ip}`;
+  let decision: Awaited<ReturnType<RateLimiter["consume"]>>;
+  try {
+    decision = await limiter.consume(scope, subject, budget);
+  } catch (err) {
+    // The counter store is down: serve the request rather than fail the API (logged).
+    request.log.warn({ err, scope }, "rate-limit store unavailable; request not budgeted");
+    return;
+  }
+  reply.header("x-ratelimit-limit", String(decision.limit));
+  reply.header("x-ratelimit-remaining", String(decision.remaining));
+  reply.header("x-ratelimit-reset", String(decision.reset));
+  if (!decision.allowed) throw new RateLimitedError(decision.retryAfter);
+}

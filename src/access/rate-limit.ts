@@ -1,0 +1,199 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import type { AppContext } from "../kernel/context.ts";
+import type { Db } from "../storage/db.ts";
+import { sql } from "../storage/sql.ts";
+
+/**
+ * Sliding-window request budgets (second resolution), as the original rate limiter: count the
+ * hits of a key in (now − window, now]; when the count has reached the limit the request is
+ * denied and NOT recorded, with retry_after = max(1, oldest + window − now).
+ *
+ * Stores: in memory (one process, the embedded PGlite default), the PostgreSQL table
+ * `rate_limit_counters` (replicas on one database share one budget), or Redis (REDIS_URL).
+ */
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  /** Hits in the window after this request (or at denial). */
+  count: number;
+  remaining: number;
+  /** Epoch seconds: now + window (as the original's x-ratelimit-reset). */
+  reset: number;
+  /** Seconds until a slot frees; set when denied. */
+  retryAfter: number;
+}
+
+export interface RateStore {
+  readonly kind: "memory" | "postgres" | "redis";
+  /**
+   * Count the key's hits in the window ending at `nowSec`; if below `limit` and `record`,
+   * record one hit. Returns the count (after recording) and the oldest hit's second.
+   */
+  hit(
+    key: string,
+    limit: number,
+    windowSec: number,
+    nowSec: number,
+    record: boolean,
+  ): Promise<{ count: number; oldest: number | null; allowed: boolean }>;
+  /** Drop data older than `beforeSec` (housekeeping). */
+  sweep(beforeSec: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class MemoryRateStore implements RateStore {
+  readonly kind = "memory";
+  private readonly hits = new Map<string, number[]>();
+
+  async hit(key: string, limit: number, windowSec: number, nowSec: number, record: boolean) {
+    const floor = nowSec - windowSec;
+    let list = this.hits.get(key) ?? [];
+    if (list.length > 0 && (list[0] as number) <= floor) list = list.filter((s) => s > floor);
+    const count = list.length;
+    const oldest = list[0] ?? null;
+    if (count >= limit) {
+      this.hits.set(key, list);
+      return { count, oldest, allowed: false };
+    }
+    if (record) list.push(nowSec);
+    if (list.length > 0) this.hits.set(key, list);
+    else this.hits.delete(key);
+    return { count: list.length, oldest: list[0] ?? null, allowed: true };
+  }
+
+  async sweep(beforeSec: number) {
+    for (const [key, list] of this.hits) {
+      const kept = list.filter((s) => s > beforeSec);
+      if (kept.length === 0) this.hits.delete(key);
+      else if (kept.length !== list.length) this.hits.set(key, kept);
+    }
+  }
+
+  async close() {
+    this.hits.clear();
+  }
+}
+
+export class PostgresRateStore implements RateStore {
+  readonly kind = "postgres";
+  constructor(private readonly db: Db) {}
+
+  async hit(key: string, limit: number, windowSec: number, nowSec: number, record: boolean) {
+    // One round trip: lock, expire, count and record happen inside netmon_rate_limit_hit
+    // (migration 0101) under a per-key advisory lock, so replicas share one exact budget.
+    const row = await this.db.one<{ out_allowed: boolean; out_count: number; out_oldest: number | null }>(
+      sql`SELECT * FROM netmon_rate_limit_hit(${key}, ${nowSec}, ${windowSec}, ${limit}, ${record})`,
+    );
+    if (!row) throw new Error("netmon_rate_limit_hit returned no row");
+    return { allowed: row.out_allowed, count: row.out_count, oldest: row.out_oldest };
+  }
+
+  async sweep(beforeSec: number) {
+    await this.db.query(sql`DELETE FROM rate_limit_counters WHERE second <= ${beforeSec}`);
+  }
+
+  async close() {}
+}
+
+const REDIS_SCRIPT = `
+local key = KEYS[1]
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local count = redis.call('ZCARD', key)
+local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+local oldest = -1
+if first[2] then oldest = tonumber(first[2]) end
+if count >= limit then return {0, count, oldest} end
+if ARGV[4] == '1' then
+  redis.call('ZADD', key, now, ARGV[5])
+  redis.call('EXPIRE', key, window + 1)
+  count = count + 1
+  if oldest < 0 then oldest = now end
+end
+return {1, count, oldest}
+`;
+
+export class RedisRateStore implements RateStore {
+  readonly kind = "redis";
+  private readonly client: Redis;
+  constructor(url: string) {
+    this.client = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false });
+    this.client.on("error", () => {
+      // Connection errors surface on the commands that fail; don't crash the process.
+    });
+  }
+
+  async hit(key: string, limit: number, windowSec: number, nowSec: number, record: boolean) {
+    const res = (await this.client.eval(
+      REDIS_SCRIPT,
+      1,
+      `netmon:rl:${key}`,
+      nowSec,
+      windowSec,
+      limit,
+      record ? "1" : "0",
+      randomUUID(),
+    )) as [number, number, number];
+    return { allowed: res[0] === 1, count: res[1], oldest: res[2] < 0 ? null : res[2] };
+  }
+
+  async sweep() {}
+
+  async close() {
+    this.client.disconnect();
+  }
+}
+
+export function createRateStore(ctx: AppContext): RateStore {
+  if (ctx.config.redisUrl) return new RedisRateStore(ctx.config.redisUrl);
+  if (ctx.db.kind === "postgres") return new PostgresRateStore(ctx.db);
+  return new MemoryRateStore();
+}
+
+export interface Budget {
+  requests: number;
+  windowSeconds: number;
+}
+
+export class RateLimiter {
+  constructor(
+    readonly store: RateStore,
+    private readonly now: () => Date,
+  ) {}
+
+  /** Check and (when allowed) record one hit. */
+  async consume(bucket: string, subject: string, budget: Budget, record = true): Promise<RateDecision> {
+    const nowSec = Math.floor(this.now().getTime() / 1000);
+    const r = await this.store.hit(
+      `${bucket}:${subject}`,
+      budget.requests,
+      budget.windowSeconds,
+      nowSec,
+      record,
+    );
+    return {
+      allowed: r.allowed,
+      limit: budget.requests,
+      count: r.count,
+      remaining: Math.max(0, budget.requests - r.count),
+      reset: nowSec + budget.windowSeconds,
+      retryAfter: r.allowed ? 0 : Math.max(1, (r.oldest ?? nowSec) + budget.windowSeconds - nowSec),
+    };
+  }
+
+  /** Look without recording (e.g. per-account failed sign-ins are only recorded on failure). */
+  peek(bucket: string, subject: string, budget: Budget): Promise<RateDecision> {
+    return this.consume(bucket, subject, budget, false);
+  }
+
+  async sweep(maxWindowSeconds = 3600): Promise<void> {
+    await this.store.sweep(Math.floor(this.now().getTime() / 1000) - maxWindowSeconds);
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}

@@ -1,0 +1,320 @@
+import { createSecretKey, type KeyObject, randomUUID } from "node:crypto";
+import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
+import type { AppContext } from "../kernel/context.ts";
+import { InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
+import { raw, sql } from "../storage/sql.ts";
+import type { Actor } from "./actor.ts";
+import { USER_ACTOR_COLUMNS, USER_ACTOR_JOIN, type UserActorRow, userActor } from "./principal.ts";
+import { findUserByEmail } from "./users.ts";
+import { deriveKey, isUuid, parseTtl } from "./util.ts";
+
+/**
+ * Bearer tokens are HS256 JWTs signed with a key derived from the instance secret:
+ * `iss "netmon"`, `sub "user:<uuid>"` (or `gateway:<name>` / `agent:<name>` for control-plane
+ * credentials), `typ` (`api` | `control`), `jti`, `scope` (space-separated), `iat`, `exp`.
+ * The jti is recorded, so tokens can be listed and revoked; every request re-checks it.
+ */
+const ISSUER = "netmon";
+const CLOCK_TOLERANCE_S = 60;
+export const DEFAULT_TOKEN_TTL_S = 30 * 86400;
+export const MAX_TOKEN_TTL_S = 366 * 86400;
+
+/** Scope vocabulary (informational: permissions come from the owner, spec 5.3). */
+export const TOKEN_SCOPES = [
+  "read",
+  "write",
+  "admin",
+  "mcp",
+  "dashboard.publish",
+  "plugin.publish",
+  "configuration",
+];
+
+// A KeyObject (not raw bytes) so jose does not re-import the key on every verification.
+const keyCache = new WeakMap<Buffer, KeyObject>();
+function signingKey(secret: Buffer): KeyObject {
+  let k = keyCache.get(secret);
+  if (!k) {
+    k = createSecretKey(deriveKey(secret, "jwt-hs256"));
+    keyCache.set(secret, k);
+  }
+  return k;
+}
+
+export interface ApiTokenRow {
+  [k: string]: unknown;
+  id: string;
+  jti: string;
+  user_id: string;
+  name: string;
+  scopes: string[];
+  created_at: Date;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+}
+
+export function serializeApiToken(t: ApiTokenRow): Record<string, unknown> {
+  return {
+    id: t.id,
+    name: t.name,
+    scopes: t.scopes,
+    created_at: t.created_at.toISOString(),
+    expires_at: t.expires_at?.toISOString() ?? null,
+    revoked_at: t.revoked_at?.toISOString() ?? null,
+    last_used_at: t.last_used_at?.toISOString() ?? null,
+  };
+}
+
+function checkScopes(scopes: unknown): string[] {
+  if (scopes === undefined || scopes === null) return ["read"];
+  if (!Array.isArray(scopes) || scopes.some((s) => typeof s !== "string")) {
+    throw new InvalidRequestError("scopes must be an array of strings", { source: { pointer: "/scopes" } });
+  }
+  const unknown = scopes.filter((s) => !TOKEN_SCOPES.includes(s));
+  if (unknown.length > 0) {
+    throw new InvalidRequestError(
+      `unknown scope(s): ${unknown.join(", ")} (known: ${TOKEN_SCOPES.join(", ")})`,
+      {
+        source: { pointer: "/scopes" },
+      },
+    );
+  }
+  return [...new Set(scopes as string[])];
+}
+
+function checkTtl(expiresIn: unknown): number {
+  if (expiresIn === undefined || expiresIn === null) return DEFAULT_TOKEN_TTL_S;
+  let ttl: number;
+  try {
+    if (typeof expiresIn !== "string" && typeof expiresIn !== "number") throw new Error("must be a duration");
+    ttl = parseTtl(expiresIn);
+  } catch (err) {
+    throw new InvalidRequestError(`expires_in ${(err as Error).message}`, {
+      source: { pointer: "/expires_in" },
+    });
+  }
+  if (ttl > MAX_TOKEN_TTL_S) {
+    throw new InvalidRequestError(`expires_in must be at most ${MAX_TOKEN_TTL_S} seconds`, {
+      source: { pointer: "/expires_in" },
+    });
+  }
+  return ttl;
+}
+
+async function sign(
+  ctx: AppContext,
+  claims: { sub: string; typ: string; jti: string; scopes: string[] },
+  iat: Date,
+  exp: Date | null,
+): Promise<string> {
+  let jwt = new SignJWT({ typ: claims.typ, scope: claims.scopes.join(" "), scopes: claims.scopes })
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setIssuer(ISSUER)
+    .setSubject(claims.sub)
+    .setJti(claims.jti)
+    .setIssuedAt(Math.floor(iat.getTime() / 1000));
+  if (exp) jwt = jwt.setExpirationTime(Math.floor(exp.getTime() / 1000));
+  return jwt.sign(signingKey(ctx.secretKey));
+}
+
+export interface CreateTokenInput {
+  name?: unknown;
+  scopes?: unknown;
+  expires_in?: unknown;
+}
+
+/** Issue an API token for a user. Returns the JWT (shown once) and the stored record. */
+export async function createApiToken(
+  ctx: AppContext,
+  userId: string,
+  input: CreateTokenInput,
+): Promise<{ token: string; record: ApiTokenRow }> {
+  const name =
+    input.name === undefined ? "api token" : typeof input.name === "string" ? input.name.trim() : "";
+  if (name === "" || name.length > 200) {
+    throw new InvalidRequestError("name must be 1 to 200 characters", { source: { pointer: "/name" } });
+  }
+  const scopes = checkScopes(input.scopes);
+  const ttl = checkTtl(input.expires_in);
+  const now = ctx.now();
+  const exp = new Date(now.getTime() + ttl * 1000);
+  const jti = randomUUID();
+  const record = await ctx.db.one<ApiTokenRow>(sql`
+    INSERT INTO api_tokens (jti, user_id, name, scopes, created_at, expires_at)
+    VALUES (${jti}, ${userId}, ${name}, ${scopes}, ${now}, ${exp}) RETURNING *`);
+  if (!record) throw new Error("token insert returned nothing");
+  const token = await sign(ctx, { sub: `user:${userId}`, typ: "api", jti, scopes }, now, exp);
+  return { token, record };
+}
+
+/** CLI: `netmon tokens create --user EMAIL`. */
+export async function createApiTokenForEmail(
+  ctx: AppContext,
+  email: string,
+  input: CreateTokenInput,
+): Promise<{ token: string; record: ApiTokenRow }> {
+  const user = await findUserByEmail(ctx.db, email);
+  if (!user) throw new NotFoundError(`no user with email ${email}`);
+  return createApiToken(ctx, user.id, input);
+}
+
+export async function listApiTokens(ctx: AppContext, userId: string): Promise<ApiTokenRow[]> {
+  return ctx.db.many<ApiTokenRow>(
+    sql`SELECT * FROM api_tokens WHERE user_id = ${userId} ORDER BY created_at DESC, id`,
+  );
+}
+
+/** Revoke one of the actor's own tokens; it answers 401 from the next request on. */
+export async function revokeApiToken(ctx: AppContext, actor: Actor, id: string): Promise<ApiTokenRow> {
+  const row = isUuid(id)
+    ? await ctx.db.one<ApiTokenRow>(sql`
+        UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ${ctx.now()})
+        WHERE id = ${id} AND user_id = ${actor.id} RETURNING *`)
+    : undefined;
+  if (!row) throw new NotFoundError("api credential not found");
+  return row;
+}
+
+/** User-wide revocation: every token and session of the user stops working. */
+export async function revokeAllForUser(ctx: AppContext, userId: string): Promise<void> {
+  const now = ctx.now();
+  await ctx.db.transaction(async (tx) => {
+    await tx.query(sql`UPDATE users SET revoked_before = ${now} WHERE id = ${userId}`);
+    await tx.query(
+      sql`UPDATE api_tokens SET revoked_at = ${now} WHERE user_id = ${userId} AND revoked_at IS NULL`,
+    );
+    await tx.query(
+      sql`UPDATE sessions SET revoked_at = ${now} WHERE user_id = ${userId} AND revoked_at IS NULL`,
+    );
+  });
+}
+
+// ---- control plane ----
+
+export interface ControlCredentialRow {
+  [k: string]: unknown;
+  id: string;
+  jti: string;
+  kind: "gateway" | "agent";
+  name: string;
+  created_at: Date;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+}
+
+/**
+ * A bearer credential for a gateway or agent. It authenticates as an Actor of kind
+ * gateway/agent, accepted only on `{controlPlane: true}` routes, budgeted in the `control`
+ * scope per credential. No expiry unless `ttlSeconds` is given.
+ */
+export async function issueControlPlaneToken(
+  ctx: AppContext,
+  opts: { kind: "gateway" | "agent"; name: string; ttlSeconds?: number },
+): Promise<{ token: string; record: ControlCredentialRow }> {
+  if (opts.kind !== "gateway" && opts.kind !== "agent") {
+    throw new InvalidRequestError("kind must be gateway or agent");
+  }
+  const name = opts.name.trim();
+  if (!/^[A-Za-z0-9._:-]{1,200}$/.test(name)) {
+    throw new InvalidRequestError(
+      "name must be 1 to 200 characters of letters, digits, '.', '_', ':' or '-'",
+    );
+  }
+  const now = ctx.now();
+  const exp = opts.ttlSeconds ? new Date(now.getTime() + opts.ttlSeconds * 1000) : null;
+  const jti = randomUUID();
+  const record = await ctx.db.one<ControlCredentialRow>(sql`
+    INSERT INTO control_credentials (jti, kind, name, created_at, expires_at)
+    VALUES (${jti}, ${opts.kind}, ${name}, ${now}, ${exp}) RETURNING *`);
+  if (!record) throw new Error("credential insert returned nothing");
+  const token = await sign(ctx, { sub: `${opts.kind}:${name}`, typ: "control", jti, scopes: [] }, now, exp);
+  return { token, record };
+}
+
+export async function revokeControlPlaneToken(ctx: AppContext, id: string): Promise<void> {
+  if (!isUuid(id)) throw new NotFoundError("control-plane credential not found");
+  const res = await ctx.db.query(
+    sql`UPDATE control_credentials SET revoked_at = COALESCE(revoked_at, ${ctx.now()}) WHERE id = ${id}`,
+  );
+  if (res.rowCount === 0) throw new NotFoundError("control-plane credential not found");
+}
+
+// ---- verification ----
+
+export type TokenCheck = { actor: Actor } | { actor: null; reason: string };
+
+const TOUCH_INTERVAL_MS = 60_000;
+
+/** Verify a bearer JWT and build its Actor, re-reading revocation, status and permissions. */
+export async function authenticateBearer(ctx: AppContext, token: string): Promise<TokenCheck> {
+  let payload: Record<string, unknown>;
+  try {
+    ({ payload } = await jwtVerify(token, signingKey(ctx.secretKey), {
+      issuer: ISSUER,
+      algorithms: ["HS256"],
+      clockTolerance: CLOCK_TOLERANCE_S,
+      currentDate: ctx.now(),
+    }));
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) return { actor: null, reason: "token expired" };
+    return { actor: null, reason: "invalid token" };
+  }
+  const jti = payload.jti;
+  const sub = payload.sub;
+  const iat = typeof payload.iat === "number" ? payload.iat : 0;
+  if (typeof jti !== "string" || typeof sub !== "string") return { actor: null, reason: "invalid token" };
+  const now = ctx.now();
+
+  if (payload.typ === "control") {
+    const row = await ctx.db.one<ControlCredentialRow>(
+      sql`SELECT * FROM control_credentials WHERE jti = ${jti}`,
+    );
+    if (!row || `${row.kind}:${row.name}` !== sub) return { actor: null, reason: "unknown token" };
+    if (row.revoked_at) return { actor: null, reason: "token revoked" };
+    if (row.expires_at && row.expires_at <= now) return { actor: null, reason: "token expired" };
+    if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > TOUCH_INTERVAL_MS) {
+      await ctx.db.query(sql`UPDATE control_credentials SET last_used_at = ${now} WHERE id = ${row.id}`);
+    }
+    return {
+      actor: {
+        kind: row.kind,
+        id: `${row.kind}:${row.name}`,
+        email: null,
+        role: "viewer",
+        roleProfileId: null,
+        permissions: new Set(),
+        authMethod: "control_plane",
+        tokenJti: jti,
+        scopes: [],
+        partitions: null,
+      },
+    };
+  }
+
+  if (payload.typ !== "api" || !sub.startsWith("user:")) return { actor: null, reason: "invalid token" };
+  const row = await ctx.db.one<
+    UserActorRow & {
+      token_id: string;
+      scopes: string[];
+      expires_at: Date | null;
+      revoked_at: Date | null;
+      last_used_at: Date | null;
+    }
+  >(sql`
+    SELECT c.id AS token_id, c.scopes, c.expires_at, c.revoked_at, c.last_used_at, ${raw(USER_ACTOR_COLUMNS)}
+    FROM api_tokens c ${raw(USER_ACTOR_JOIN)}
+    WHERE c.jti = ${jti}`);
+  if (!row || `user:${row.user_id}` !== sub) return { actor: null, reason: "unknown token" };
+  if (row.revoked_at) return { actor: null, reason: "token revoked" };
+  if (row.expires_at && row.expires_at <= now) return { actor: null, reason: "token expired" };
+  if (row.user_status !== "active") return { actor: null, reason: "user disabled" };
+  if (row.user_revoked_before && iat < Math.floor(row.user_revoked_before.getTime() / 1000)) {
+    return { actor: null, reason: "token revoked" };
+  }
+  if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > TOUCH_INTERVAL_MS) {
+    await ctx.db.query(sql`UPDATE api_tokens SET last_used_at = ${now} WHERE id = ${row.token_id}`);
+  }
+  return { actor: userActor(row, "api_token", { tokenJti: jti, scopes: row.scopes }) };
+}

@@ -1,0 +1,492 @@
+/**
+ * The alert lifecycle: the ONE place alert status changes (reference 2.4).
+ *
+ *   trigger                         → pending
+ *   acknowledge  pending, escalated → acknowledged  (acknowledged_at/by; by defaults to the caller)
+ *   resolve      pending, acknowledged, escalated → resolved (resolved_at/by, resolution_note)
+ *   escalate     pending, acknowledged → escalated  (escalated_at, escalation_reason, level + 1)
+ *   suppress     pending, acknowledged, escalated → suppressed (suppressed_until)
+ *   reopen       resolved, suppressed → pending
+ *
+ * An operation from any other state throws InvalidTransitionError (400) and changes nothing.
+ * Every transition runs in a transaction holding the alert's row lock, so concurrent
+ * operations serialise; listeners (notification routing) run after commit.
+ */
+import { type Actor, hasPermission, hasRole, SYSTEM_ACTOR } from "../access/actor.ts";
+import {
+  canTransition as canMachineTransition,
+  checkTransition,
+  defineStateMachine,
+  type StateMachine,
+} from "../jsonapi/state-machine.ts";
+import type { AppContext } from "../kernel/context.ts";
+import {
+  AuthenticationRequiredError,
+  ForbiddenError,
+  InvalidTransitionError,
+  NotFoundError,
+  ValidationError,
+} from "../kernel/errors.ts";
+import type { Queryable } from "../storage/db.ts";
+import { sql } from "../storage/sql.ts";
+import {
+  ALERT_SEVERITIES,
+  ALERT_SOURCE_TYPES,
+  ALERT_STATUSES,
+  type AlertRow,
+  type AlertSeverity,
+  type AlertSourceType,
+  type AlertStatus,
+  COMPARISONS,
+  type Comparison,
+} from "./types.ts";
+
+export type AlertOperation = "acknowledge" | "resolve" | "escalate" | "suppress" | "reopen";
+
+/** Allowed source states of each operation, and where it leads. */
+export const ALERT_STATE_MACHINE: StateMachine<AlertStatus> = defineStateMachine<AlertStatus>({
+  name: "alert",
+  attribute: "status",
+  states: ALERT_STATUSES,
+  initial: ["pending"],
+  transitions: {
+    acknowledge: { from: ["pending", "escalated"], to: "acknowledged" },
+    resolve: { from: ["pending", "acknowledged", "escalated"], to: "resolved" },
+    escalate: { from: ["pending", "acknowledged"], to: "escalated" },
+    suppress: { from: ["pending", "acknowledged", "escalated"], to: "suppressed" },
+    reopen: { from: ["resolved", "suppressed"], to: "pending" },
+  },
+});
+
+export function canTransition(op: AlertOperation, from: AlertStatus): boolean {
+  return canMachineTransition(ALERT_STATE_MACHINE, op, from);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Listeners: notification routing subscribes to lifecycle changes (after commit).
+
+/** `renotify`: a stateful rule still fires after its renotify interval (no status change). */
+export type AlertLifecycleEvent = "trigger" | "renotify" | AlertOperation;
+export type AlertListener = (
+  ctx: AppContext,
+  event: AlertLifecycleEvent,
+  alert: AlertRow,
+) => Promise<void> | void;
+
+const listeners: AlertListener[] = [];
+
+export function onAlertLifecycle(listener: AlertListener): () => void {
+  listeners.push(listener);
+  return () => {
+    const i = listeners.indexOf(listener);
+    if (i >= 0) listeners.splice(i, 1);
+  };
+}
+
+export async function emitAlertLifecycle(
+  ctx: AppContext,
+  event: AlertLifecycleEvent,
+  alert: AlertRow,
+): Promise<void> {
+  for (const l of listeners) {
+    try {
+      await l(ctx, event, alert);
+    } catch (err) {
+      ctx.log.error({ err, alert_id: alert.id, event }, "alert lifecycle listener failed");
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Permissions (reference 2.4 policies).
+
+function requireActor(actor: Actor | null): Actor {
+  if (!actor) throw new AuthenticationRequiredError();
+  return actor;
+}
+
+/** trigger: operator+ or observability.alerts.manage. */
+export function assertCanTrigger(actor: Actor | null): void {
+  const a = requireActor(actor);
+  if (!hasRole(a, "operator") && !hasPermission(a, "observability.alerts.manage")) throw new ForbiddenError();
+}
+
+/** acknowledge / resolve: operator+ or alerts.acknowledge or observability.alerts.manage. */
+export function assertCanAcknowledge(actor: Actor | null): void {
+  const a = requireActor(actor);
+  if (
+    !hasRole(a, "operator") &&
+    !hasPermission(a, "alerts.acknowledge") &&
+    !hasPermission(a, "observability.alerts.manage")
+  ) {
+    throw new ForbiddenError();
+  }
+}
+
+/** escalate / suppress / reopen by hand: admin. */
+export function assertCanAdminister(actor: Actor | null): void {
+  const a = requireActor(actor);
+  if (!hasRole(a, "admin")) throw new ForbiddenError();
+}
+
+function actorLabel(actor: Actor): string {
+  if (actor.kind === "user") return actor.email ?? actor.id;
+  return actor.id;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trigger.
+
+export interface TriggerAlertInput {
+  title: string;
+  description?: string | null;
+  severity?: AlertSeverity;
+  source_type?: AlertSourceType | null;
+  source_id?: string | null;
+  service_check_id?: string | null;
+  device_uid?: string | null;
+  agent_uid?: string | null;
+  event_id?: string | null;
+  event_time?: Date | string | null;
+  metric_name?: string | null;
+  metric_value?: number | null;
+  threshold_value?: number | null;
+  comparison?: Comparison | null;
+  metadata?: Record<string, unknown> | null;
+  tags?: string[] | null;
+  /** Internal incident identity; at most one open alert per key. */
+  incident_key?: string | null;
+}
+
+function validateTrigger(input: TriggerAlertInput): void {
+  if (typeof input.title !== "string" || input.title.trim() === "") {
+    throw new ValidationError("title is required", { source: { pointer: "/data/attributes/title" } });
+  }
+  if (input.severity !== undefined && !ALERT_SEVERITIES.includes(input.severity)) {
+    throw new ValidationError(`severity must be one of ${ALERT_SEVERITIES.join(", ")}`, {
+      source: { pointer: "/data/attributes/severity" },
+    });
+  }
+  if (input.source_type != null && !ALERT_SOURCE_TYPES.includes(input.source_type)) {
+    throw new ValidationError(`source_type must be one of ${ALERT_SOURCE_TYPES.join(", ")}`, {
+      source: { pointer: "/data/attributes/source_type" },
+    });
+  }
+  if (input.comparison != null && !COMPARISONS.includes(input.comparison)) {
+    throw new ValidationError(`comparison must be one of ${COMPARISONS.join(", ")}`, {
+      source: { pointer: "/data/attributes/comparison" },
+    });
+  }
+}
+
+function toDate(v: Date | string | null | undefined): Date | null {
+  if (v == null) return null;
+  const d = v instanceof Date ? v : new Date(v);
+  if (Number.isNaN(d.getTime())) {
+    throw new ValidationError("event_time must be a date-time", {
+      source: { pointer: "/data/attributes/event_time" },
+    });
+  }
+  return d;
+}
+
+/** Insert a pending alert inside an open transaction (no permission check, no listeners). */
+export async function insertAlert(q: Queryable, now: Date, input: TriggerAlertInput): Promise<AlertRow> {
+  validateTrigger(input);
+  const row = await q.one<AlertRow>(sql`
+    INSERT INTO alerts (title, description, severity, status, source_type, source_id, service_check_id,
+      device_uid, agent_uid, event_id, event_time, metric_name, metric_value, threshold_value, comparison,
+      triggered_at, metadata, tags, incident_key, created_at, updated_at)
+    VALUES (${input.title}, ${input.description ?? null}, ${input.severity ?? "warning"}, 'pending',
+      ${input.source_type ?? null}, ${input.source_id ?? null}, ${input.service_check_id ?? null},
+      ${input.device_uid ?? null}, ${input.agent_uid ?? null}, ${input.event_id ?? null},
+      ${toDate(input.event_time)}, ${input.metric_name ?? null}, ${input.metric_value ?? null},
+      ${input.threshold_value ?? null}, ${input.comparison ?? null}, ${now},
+      ${JSON.stringify(input.metadata ?? {})}::jsonb, ${input.tags ?? []}::text[], ${input.incident_key ?? null},
+      ${now}, ${now})
+    RETURNING *`);
+  if (!row) throw new Error("alert insert returned no row");
+  return row;
+}
+
+/** `POST /alerts`: trigger an alert (starts pending). */
+export async function triggerAlert(
+  ctx: AppContext,
+  actor: Actor | null,
+  input: TriggerAlertInput,
+): Promise<AlertRow> {
+  assertCanTrigger(actor);
+  const alert = await insertAlert(ctx.db, ctx.now(), input);
+  await emitAlertLifecycle(ctx, "trigger", alert);
+  return alert;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transitions. `apply*` run on an open transaction (the JSON:API engine's, or ours) and do not
+// notify listeners; the ctx-level functions open a transaction and notify after commit.
+
+async function lockForTransition(q: Queryable, id: string, op: AlertOperation): Promise<AlertRow> {
+  const current = await q.one<AlertRow>(sql`SELECT * FROM alerts WHERE id = ${id} FOR UPDATE`);
+  if (!current) throw new NotFoundError("alert not found");
+  checkTransition(ALERT_STATE_MACHINE, op, current.status, op);
+  return current;
+}
+
+async function must(p: Promise<AlertRow | undefined>, op: string): Promise<AlertRow> {
+  const row = await p;
+  if (!row) throw new Error(`alert ${op} updated no row`);
+  return row;
+}
+
+async function inTransaction(
+  ctx: AppContext,
+  op: AlertLifecycleEvent,
+  fn: (q: Queryable, now: Date) => Promise<AlertRow>,
+): Promise<AlertRow> {
+  const row = await ctx.db.transaction((tx) => fn(tx, ctx.now()));
+  await emitAlertLifecycle(ctx, op, row);
+  return row;
+}
+
+export interface AcknowledgeInput {
+  /** Who acknowledged; defaults to the caller. */
+  acknowledged_by?: string | null;
+  note?: string | null;
+}
+
+export async function applyAcknowledge(
+  q: Queryable,
+  now: Date,
+  actor: Actor,
+  id: string,
+  input: AcknowledgeInput = {},
+): Promise<AlertRow> {
+  await lockForTransition(q, id, "acknowledge");
+  const by = input.acknowledged_by?.trim() ? input.acknowledged_by.trim() : actorLabel(actor);
+  const userId = actor.kind === "user" ? actor.id : null;
+  return must(
+    q.one<AlertRow>(sql`
+      UPDATE alerts SET status = 'acknowledged', acknowledged_at = ${now}, acknowledged_by = ${by},
+        acknowledged_by_user_id = ${userId}, acknowledge_note = ${input.note ?? null}, snooze_until = NULL,
+        updated_at = ${now}
+      WHERE id = ${id} RETURNING *`),
+    "acknowledge",
+  );
+}
+
+export async function acknowledgeAlert(
+  ctx: AppContext,
+  actor: Actor | null,
+  id: string,
+  input: AcknowledgeInput = {},
+): Promise<AlertRow> {
+  assertCanAcknowledge(actor);
+  return inTransaction(ctx, "acknowledge", (q, now) => applyAcknowledge(q, now, actor as Actor, id, input));
+}
+
+export interface ResolveInput {
+  resolved_by?: string | null;
+  resolution_note?: string | null;
+}
+
+export async function applyResolve(
+  q: Queryable,
+  now: Date,
+  actor: Actor,
+  id: string,
+  input: ResolveInput = {},
+): Promise<AlertRow> {
+  await lockForTransition(q, id, "resolve");
+  const by = input.resolved_by?.trim() ? input.resolved_by.trim() : actorLabel(actor);
+  return must(
+    q.one<AlertRow>(sql`
+      UPDATE alerts SET status = 'resolved', resolved_at = ${now}, resolved_by = ${by},
+        resolution_note = ${input.resolution_note ?? null}, updated_at = ${now}
+      WHERE id = ${id} RETURNING *`),
+    "resolve",
+  );
+}
+
+export async function resolveAlert(
+  ctx: AppContext,
+  actor: Actor | null,
+  id: string,
+  input: ResolveInput = {},
+): Promise<AlertRow> {
+  assertCanAcknowledge(actor);
+  return inTransaction(ctx, "resolve", (q, now) => applyResolve(q, now, actor as Actor, id, input));
+}
+
+export async function applyEscalate(
+  q: Queryable,
+  now: Date,
+  id: string,
+  input: { reason?: string | null } = {},
+): Promise<AlertRow> {
+  await lockForTransition(q, id, "escalate");
+  return must(
+    q.one<AlertRow>(sql`
+      UPDATE alerts SET status = 'escalated', escalated_at = ${now}, escalation_reason = ${input.reason ?? null},
+        escalation_level = escalation_level + 1, updated_at = ${now}
+      WHERE id = ${id} RETURNING *`),
+    "escalate",
+  );
+}
+
+export async function escalateAlert(
+  ctx: AppContext,
+  actor: Actor | null,
+  id: string,
+  input: { reason?: string | null } = {},
+): Promise<AlertRow> {
+  assertCanAdminister(actor);
+  return inTransaction(ctx, "escalate", (q, now) => applyEscalate(q, now, id, input));
+}
+
+export async function applySuppress(
+  q: Queryable,
+  now: Date,
+  id: string,
+  input: { until?: Date | string | null } = {},
+): Promise<AlertRow> {
+  const until = toDate(input.until);
+  await lockForTransition(q, id, "suppress");
+  return must(
+    q.one<AlertRow>(sql`
+      UPDATE alerts SET status = 'suppressed', suppressed_until = ${until}, updated_at = ${now}
+      WHERE id = ${id} RETURNING *`),
+    "suppress",
+  );
+}
+
+export async function suppressAlert(
+  ctx: AppContext,
+  actor: Actor | null,
+  id: string,
+  input: { until?: Date | string | null } = {},
+): Promise<AlertRow> {
+  assertCanAdminister(actor);
+  return inTransaction(ctx, "suppress", (q, now) => applySuppress(q, now, id, input));
+}
+
+export async function applyReopen(q: Queryable, now: Date, id: string): Promise<AlertRow> {
+  await lockForTransition(q, id, "reopen");
+  return must(
+    q.one<AlertRow>(sql`
+      UPDATE alerts SET status = 'pending', resolved_at = NULL, resolved_by = NULL, suppressed_until = NULL,
+        updated_at = ${now}
+      WHERE id = ${id} RETURNING *`),
+    "reopen",
+  );
+}
+
+export async function reopenAlert(ctx: AppContext, actor: Actor | null, id: string): Promise<AlertRow> {
+  assertCanAdminister(actor);
+  return inTransaction(ctx, "reopen", (q, now) => applyReopen(q, now, id));
+}
+
+/**
+ * Escalation by the notification policy (a later step fired while unacknowledged): a pending
+ * or acknowledged alert is escalated; an already escalated one only has its level raised.
+ */
+export async function recordPolicyEscalation(
+  ctx: AppContext,
+  id: string,
+  level: number,
+  reason: string,
+): Promise<AlertRow | null> {
+  const current = await ctx.db.one<AlertRow>(sql`SELECT * FROM alerts WHERE id = ${id}`);
+  if (!current) return null;
+  if (canTransition("escalate", current.status)) {
+    return escalateAlert(ctx, SYSTEM_ACTOR, id, { reason });
+  }
+  if (current.status === "escalated") {
+    const now = ctx.now();
+    return (
+      (await ctx.db.one<AlertRow>(sql`
+        UPDATE alerts SET escalation_level = GREATEST(escalation_level, ${level}), escalation_reason = ${reason},
+          updated_at = ${now}
+        WHERE id = ${id} AND status = 'escalated' RETURNING *`)) ?? null
+    );
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Incidents opened by rules and checks: one open alert per incident key.
+
+/** The open alert of an incident, if any. */
+export async function findOpenIncident(q: Queryable, incidentKey: string): Promise<AlertRow | undefined> {
+  return q.one<AlertRow>(sql`
+    SELECT * FROM alerts WHERE incident_key = ${incidentKey}
+      AND status IN ('pending', 'acknowledged', 'escalated')
+    LIMIT 1`);
+}
+
+/**
+ * Open an incident alert unless one is already open for the key. Returns the alert and
+ * whether it was created now. Safe under concurrency (the partial unique index decides).
+ */
+export async function openIncident(
+  ctx: AppContext,
+  input: TriggerAlertInput & { incident_key: string },
+): Promise<{ alert: AlertRow; created: boolean }> {
+  const existing = await findOpenIncident(ctx.db, input.incident_key);
+  if (existing) return { alert: existing, created: false };
+  try {
+    const alert = await insertAlert(ctx.db, ctx.now(), input);
+    await emitAlertLifecycle(ctx, "trigger", alert);
+    return { alert, created: true };
+  } catch (err) {
+    const again = await findOpenIncident(ctx.db, input.incident_key);
+    if (again) return { alert: again, created: false };
+    throw err;
+  }
+}
+
+/** Resolve the open alert of an incident (if any) as the system. */
+export async function resolveIncident(
+  ctx: AppContext,
+  incidentKey: string,
+  input: ResolveInput = {},
+): Promise<AlertRow | null> {
+  const open = await findOpenIncident(ctx.db, incidentKey);
+  if (!open) return null;
+  try {
+    return await resolveAlert(ctx, SYSTEM_ACTOR, open.id, {
+      resolved_by: input.resolved_by ?? "system",
+      ...input,
+    });
+  } catch (err) {
+    if (err instanceof InvalidTransitionError) return null; // resolved concurrently
+    throw err;
+  }
+}
+
+/** Pending critical/emergency alerts older than this are escalated automatically (reference 2.4). */
+export const AUTO_ESCALATE_AFTER_SECONDS = 30 * 60;
+
+/**
+ * The auto-escalation job: pending alerts of severity critical or emergency triggered more than
+ * 30 minutes ago are escalated by the system. Returns the escalated alerts.
+ */
+export async function autoEscalate(ctx: AppContext, limit = 500): Promise<AlertRow[]> {
+  const cutoff = new Date(ctx.now().getTime() - AUTO_ESCALATE_AFTER_SECONDS * 1000);
+  const due = await ctx.db.many<{ id: string }>(sql`
+    SELECT id FROM alerts
+    WHERE status = 'pending' AND severity IN ('critical', 'emergency') AND triggered_at < ${cutoff}
+    ORDER BY triggered_at LIMIT ${limit}`);
+  const out: AlertRow[] = [];
+  for (const { id } of due) {
+    try {
+      out.push(
+        await inTransaction(ctx, "escalate", (q, now) =>
+          applyEscalate(q, now, id, { reason: "unacknowledged for 30 minutes" }),
+        ),
+      );
+    } catch (err) {
+      if (!(err instanceof InvalidTransitionError)) throw err; // changed concurrently
+    }
+  }
+  return out;
+}

@@ -1,0 +1,305 @@
+/**
+ * Delivery of notification_deliveries rows (reference 7.3 "Retry vs failover").
+ *
+ * `dispatchDueDeliveries` claims due `pending` rows (FOR UPDATE SKIP LOCKED, so replicas never
+ * send one row twice), sends each through its channel's provider and records the outcome:
+ *   - success → `sent` (alert notification_count/last_notification_at, channel health)
+ *   - retryable failure (HTTP 5xx/408/429, timeout, connection error, SMTP 4xx) with attempts
+ *     left → back to `pending` with `next_attempt_at` = now + backoff (base × 2^(attempt−1))
+ *   - otherwise → `failed`; when the channel has a fallback and is not fail_closed, one
+ *     failover delivery on the fallback channel (originating_delivery_id set).
+ */
+import { createHmac } from "node:crypto";
+import nodemailer from "nodemailer";
+import type { AppContext } from "../../kernel/context.ts";
+import { sql } from "../../storage/sql.ts";
+import type { AlertRow } from "../types.ts";
+
+export interface DeliveryOptions {
+  /** First retry delay; doubles per attempt (default 30 s). */
+  backoffBaseMs?: number;
+  /** Longest retry delay (default 1 h). */
+  backoffMaxMs?: number;
+  /** Per-attempt timeout for webhook and SMTP (default 10 s). */
+  timeoutMs?: number;
+  /** Rows claimed per call (default 50). */
+  batchSize?: number;
+  /** Deliveries sent at the same time within a batch (default 8). */
+  concurrency?: number;
+}
+
+interface DeliveryRow {
+  id: string;
+  alert_id: string;
+  route_id: string | null;
+  policy_id: string | null;
+  step_number: number;
+  repeat_number: number;
+  channel_id: string | null;
+  lifecycle_reason: string;
+  attempts: number;
+  max_attempts: number;
+  alert_snapshot: AlertRow | null;
+  [key: string]: unknown;
+}
+
+interface ChannelRow {
+  id: string;
+  name: string;
+  provider: "webhook" | "email";
+  enabled: boolean;
+  config: Record<string, unknown>;
+  secret_refs: Record<string, unknown>;
+  fallback_channel_id: string | null;
+  fail_closed: boolean;
+  max_attempts: number;
+  [key: string]: unknown;
+}
+
+export interface SendOutcome {
+  ok: boolean;
+  retryable: boolean;
+  status?: number;
+  error?: string;
+  payload?: unknown;
+  format?: string;
+}
+
+export function buildPayload(d: DeliveryRow, alert: AlertRow): Record<string, unknown> {
+  return {
+    type: `alert.${d.lifecycle_reason}`,
+    delivery_id: d.id,
+    lifecycle_reason: d.lifecycle_reason,
+    step_number: d.step_number,
+    repeat_number: d.repeat_number,
+    alert: {
+      id: alert.id,
+      title: alert.title,
+      description: alert.description,
+      severity: alert.severity,
+      status: alert.status,
+      source_type: alert.source_type,
+      source_id: alert.source_id,
+      device_uid: alert.device_uid,
+      agent_uid: alert.agent_uid,
+      service_check_id: alert.service_check_id,
+      metric_name: alert.metric_name,
+      metric_value: alert.metric_value,
+      triggered_at: alert.triggered_at,
+      acknowledged_at: alert.acknowledged_at,
+      acknowledged_by: alert.acknowledged_by,
+      resolved_at: alert.resolved_at,
+      resolved_by: alert.resolved_by,
+      escalation_level: alert.escalation_level,
+      metadata: alert.metadata,
+    },
+  };
+}
+
+export async function sendWebhook(
+  channel: ChannelRow,
+  payload: Record<string, unknown>,
+  timeoutMs: number,
+): Promise<SendOutcome> {
+  const body = JSON.stringify(payload);
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    "user-agent": "netmon-notifier/1",
+  };
+  for (const [k, v] of Object.entries((channel.config.headers as Record<string, unknown>) ?? {}))
+    headers[k.toLowerCase()] = String(v);
+  const secret = channel.secret_refs?.webhook_secret;
+  if (typeof secret === "string" && secret) {
+    headers["x-netmon-signature"] = `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+  }
+  try {
+    const res = await fetch(String(channel.config.url), {
+      method: "POST",
+      headers,
+      body,
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: "manual",
+    });
+    await res.arrayBuffer().catch(() => undefined);
+    if (res.status >= 200 && res.status < 300)
+      return { ok: true, retryable: false, status: res.status, payload, format: "json" };
+    const retryable = res.status >= 500 || res.status === 429 || res.status === 408;
+    return {
+      ok: false,
+      retryable,
+      status: res.status,
+      error: `webhook answered HTTP ${res.status}`,
+      payload,
+      format: "json",
+    };
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string } };
+    const msg =
+      e.name === "TimeoutError"
+        ? "webhook timed out"
+        : `webhook request failed: ${e.cause?.code ?? e.message}`;
+    return { ok: false, retryable: true, error: msg, payload, format: "json" };
+  }
+}
+
+export function renderEmail(payload: Record<string, unknown>): { subject: string; text: string } {
+  const a = payload.alert as Record<string, unknown>;
+  const reason = String(payload.lifecycle_reason);
+  const prefix = reason === "resolve" ? "RESOLVED" : String(a.severity).toUpperCase();
+  const lines = [
+    `${a.title}`,
+    "",
+    `Severity: ${a.severity}`,
+    `Status: ${a.status}`,
+    `Triggered at: ${a.triggered_at instanceof Date ? a.triggered_at.toISOString() : String(a.triggered_at)}`,
+  ];
+  if (a.description) lines.push(`Description: ${a.description}`);
+  if (a.device_uid) lines.push(`Device: ${a.device_uid}`);
+  if (reason === "resolve" && a.resolved_by) lines.push(`Resolved by: ${a.resolved_by}`);
+  lines.push(`Alert id: ${a.id}`, `Notification: ${reason} (step ${payload.step_number})`);
+  return { subject: `[${prefix}] ${a.title}`, text: `${lines.join("\n")}\n` };
+}
+
+export async function sendEmail(
+  channel: ChannelRow,
+  payload: Record<string, unknown>,
+  timeoutMs: number,
+): Promise<SendOutcome> {
+  const cfg = channel.config;
+  const smtp = (cfg.smtp ?? {}) as Record<string, unknown>;
+  const user = channel.secret_refs?.smtp_user;
+  const pass = channel.secret_refs?.smtp_password;
+  const transport = nodemailer.createTransport({
+    host: String(smtp.host),
+    port: Number(smtp.port ?? 25),
+    secure: smtp.secure === true,
+    ignoreTLS: smtp.starttls === false,
+    requireTLS: smtp.starttls === true,
+    auth: typeof user === "string" && typeof pass === "string" ? { user, pass } : undefined,
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+    tls: smtp.tls_reject_unauthorized === false ? { rejectUnauthorized: false } : undefined,
+  });
+  const { subject, text } = renderEmail(payload);
+  try {
+    const info = await transport.sendMail({
+      from: typeof cfg.from === "string" ? cfg.from : "netmon@localhost",
+      to: Array.isArray(cfg.to) ? (cfg.to as string[]) : String(cfg.to),
+      subject,
+      text,
+      headers: { "x-netmon-alert-id": String((payload.alert as Record<string, unknown>).id) },
+    });
+    return { ok: true, retryable: false, payload: { subject, message_id: info.messageId }, format: "plain" };
+  } catch (err) {
+    const e = err as Error & { responseCode?: number; code?: string };
+    const permanent = typeof e.responseCode === "number" && e.responseCode >= 500;
+    return {
+      ok: false,
+      retryable: !permanent,
+      status: e.responseCode,
+      error: `smtp: ${e.responseCode ? `${e.responseCode} ` : ""}${e.message}`,
+      payload: { subject },
+      format: "plain",
+    };
+  } finally {
+    transport.close();
+  }
+}
+
+export function backoffMs(attempt: number, opts: DeliveryOptions): number {
+  const base = opts.backoffBaseMs ?? 30_000;
+  const max = opts.backoffMaxMs ?? 3_600_000;
+  return Math.min(max, base * 2 ** Math.max(0, attempt - 1));
+}
+
+/** Send every due delivery once. Returns how many rows were attempted. */
+export async function dispatchDueDeliveries(ctx: AppContext, opts: DeliveryOptions = {}): Promise<number> {
+  const now = ctx.now();
+  const stale = new Date(now.getTime() - 5 * 60_000);
+  const claimed = await ctx.db.many<DeliveryRow>(sql`
+    UPDATE notification_deliveries SET status = 'dispatching', attempts = attempts + 1, updated_at = ${now}
+    WHERE id IN (
+      SELECT id FROM notification_deliveries
+      WHERE (status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ${now}))
+         OR (status = 'dispatching' AND updated_at < ${stale})
+      ORDER BY next_attempt_at NULLS FIRST, inserted_at
+      LIMIT ${opts.batchSize ?? 50}
+      FOR UPDATE SKIP LOCKED)
+    RETURNING *`);
+  let next = 0;
+  const worker = async () => {
+    while (next < claimed.length) {
+      const d = claimed[next++] as DeliveryRow;
+      try {
+        await deliverOne(ctx, d, opts);
+      } catch (err) {
+        ctx.log.error({ err, delivery_id: d.id }, "notification delivery crashed");
+        await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'failed', last_error = 'internal error',
+          updated_at = ${ctx.now()} WHERE id = ${d.id}`);
+      }
+    }
+  };
+  await Promise.all(
+    Array.from({ length: Math.max(1, Math.min(opts.concurrency ?? 8, claimed.length)) }, worker),
+  );
+  return claimed.length;
+}
+
+async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions): Promise<void> {
+  const channel = d.channel_id
+    ? await ctx.db.one<ChannelRow>(sql`SELECT * FROM notification_channels WHERE id = ${d.channel_id}`)
+    : undefined;
+  const alert =
+    (await ctx.db.one<AlertRow>(sql`SELECT * FROM alerts WHERE id = ${d.alert_id}`)) ??
+    d.alert_snapshot ??
+    undefined;
+  if (!channel || !alert) {
+    await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'cancelled', last_error = 'channel or alert gone',
+      updated_at = ${ctx.now()} WHERE id = ${d.id}`);
+    return;
+  }
+  if (!channel.enabled) {
+    await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'suppressed', suppression_reason = 'channel_disabled',
+      updated_at = ${ctx.now()} WHERE id = ${d.id}`);
+    return;
+  }
+  const payload = buildPayload(d, alert);
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const out =
+    channel.provider === "webhook"
+      ? await sendWebhook(channel, payload, timeoutMs)
+      : await sendEmail(channel, payload, timeoutMs);
+  const now = ctx.now();
+  if (out.ok) {
+    await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'sent', sent_at = ${now}, response_status = ${out.status ?? null},
+      payload = ${JSON.stringify(out.payload ?? null)}::jsonb, payload_format = ${out.format ?? null}, last_error = NULL,
+      next_attempt_at = NULL, updated_at = ${now} WHERE id = ${d.id}`);
+    await ctx.db.query(sql`UPDATE alerts SET notification_count = notification_count + 1, last_notification_at = ${now}
+      WHERE id = ${d.alert_id}`);
+    await ctx.db.query(sql`UPDATE notification_channels SET health = 'healthy', last_success_at = ${now}, updated_at = ${now}
+      WHERE id = ${channel.id}`);
+    return;
+  }
+  const retry = out.retryable && d.attempts < d.max_attempts;
+  await ctx.db.query(sql`UPDATE notification_channels SET health = ${retry ? "degraded" : "failing"}, last_failure_at = ${now},
+    last_error = ${out.error ?? null}, updated_at = ${now} WHERE id = ${channel.id}`);
+  if (retry) {
+    const next = new Date(now.getTime() + backoffMs(d.attempts, opts));
+    await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'pending', next_attempt_at = ${next},
+      last_error = ${out.error ?? null}, response_status = ${out.status ?? null}, updated_at = ${now} WHERE id = ${d.id}`);
+    return;
+  }
+  await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'failed', next_attempt_at = NULL,
+    last_error = ${out.error ?? null}, response_status = ${out.status ?? null}, updated_at = ${now} WHERE id = ${d.id}`);
+  if (channel.fallback_channel_id && !channel.fail_closed && d.lifecycle_reason !== "failover") {
+    await ctx.db.query(sql`
+      INSERT INTO notification_deliveries (alert_id, route_id, policy_id, step_number, repeat_number, channel_id,
+        originating_delivery_id, lifecycle_reason, dedupe_key, status, provider, max_attempts, next_attempt_at,
+        alert_snapshot, inserted_at, updated_at)
+      SELECT ${d.alert_id}, ${d.route_id}, ${d.policy_id}, ${d.step_number}, ${d.repeat_number}, c.id, ${d.id},
+        'failover', ${d.id}, 'pending', c.provider, c.max_attempts, ${now}, ${JSON.stringify(alert)}::jsonb, ${now}, ${now}
+      FROM notification_channels c WHERE c.id = ${channel.fallback_channel_id}
+      ON CONFLICT DO NOTHING`);
+  }
+}

@@ -1,0 +1,21 @@
+import { tokensCommand, usersCommand } from "../access/cli.ts";
+import { notificationsCommand } from "../alerting/cli.ts";
+import { devicesCommand } from "../inventory/cli.ts";
+import { agentCommand, gatewayCommand } from "../monitoring/cli.ts";
+import { queryCommand } from "../srql/cli.ts";
+import type { Command } from "./command.ts";
+import { migrateCommand } from "./migrate.ts";
+import { serveCommand } from "./serve.ts";
+
+/** Every CLI command. Domains add theirs here. */
+export const COMMANDS: Command[] = [
+  serveCommand,
+  migrateCommand,
+  usersCommand,
+  tokensCommand,
+  queryCommand,
+  devicesCommand,
+  gatewayCommand,
+  agentCommand,
+  notificationsCommand,
+];

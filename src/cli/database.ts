@@ -1,0 +1,32 @@
+import { type Config, loadConfig } from "../config/config.ts";
+import type { AppContext } from "../kernel/context.ts";
+import { createLogger } from "../kernel/logger.ts";
+import { loadOrCreateSecretKey } from "../kernel/secret-key.ts";
+import type { Db } from "../storage/db.ts";
+import { migrate } from "../storage/migrate.ts";
+import { openDatabase } from "../storage/open.ts";
+
+/**
+ * Run a CLI command against the configured database (migrated first). On PGlite this fails
+ * with a clear message while the server holds the directory; PostgreSQL allows it at any time.
+ */
+export async function withContext<T>(
+  fn: (ctx: AppContext) => Promise<T>,
+  config: Config = loadConfig(),
+): Promise<T> {
+  const log = createLogger(process.env.NETMON_LOG_LEVEL ?? "warn");
+  const db: Db = await openDatabase(config);
+  try {
+    await migrate(db);
+    const ctx: AppContext = {
+      config,
+      db,
+      log,
+      secretKey: loadOrCreateSecretKey(config.secretKeyFile),
+      now: () => new Date(),
+    };
+    return await fn(ctx);
+  } finally {
+    await db.close();
+  }
+}

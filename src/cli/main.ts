@@ -1,0 +1,59 @@
+import { ConfigError } from "../config/config.ts";
+import { VERSION } from "../kernel/version.ts";
+import { DatabaseLockedError } from "../storage/db.ts";
+import { parseArgs, UsageError } from "./args.ts";
+import { COMMANDS } from "./commands.ts";
+
+function help(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  const lines = COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
+  return `netmon ${VERSION} — network and infrastructure monitoring
+
+Usage: netmon <command> [options]
+
+Commands:
+${lines.join("\n")}
+
+Options:
+  --help, -h     Show help (also: netmon <command> --help)
+  --version, -v  Print the version
+
+Configuration is read from environment variables; see README.md.
+`;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === "--help" || first === "-h" || first === "help") {
+    process.stdout.write(help());
+    return 0;
+  }
+  if (first === "--version" || first === "-v") {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  const command = COMMANDS.find((c) => c.name === first);
+  if (!command) {
+    process.stderr.write(`netmon: unknown command '${first}'. Run 'netmon --help' for the list.\n`);
+    return 2;
+  }
+  try {
+    const args = parseArgs(rest, command.booleanFlags);
+    if (args.flags.has("help")) {
+      process.stdout.write(`${command.usage}\n`);
+      return 0;
+    }
+    return await command.run(args);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`netmon ${command.name}: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof ConfigError || err instanceof DatabaseLockedError) {
+      process.stderr.write(`netmon: ${err.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`netmon ${command.name}: ${(err as Error).message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,273 @@
+import path from "node:path";
+import { bool, duration, int, list, oneOf, type Parser, type Rate, rate, str, url } from "./parsers.ts";
+
+/**
+ * Every environment variable netmon reads, declared once. The README table is checked
+ * against this list by a test, so a variable cannot be added without documenting it.
+ */
+interface VarSpec<T> {
+  parse: Parser<T>;
+  default?: T;
+  description: string;
+  /** Default shown in docs when it is computed rather than a literal. */
+  shownDefault?: string;
+  secret?: boolean;
+}
+
+function v<S extends VarSpec<unknown>>(spec: S): S {
+  return spec;
+}
+
+export const VARIABLES = {
+  PORT: v({ parse: int(0, 65535), default: 4000, description: "HTTP listen port" }),
+  HOST: v({ parse: str, default: "0.0.0.0", description: "HTTP listen address" }),
+  NETMON_DATA_DIR: v({
+    parse: str,
+    default: "./data",
+    description: "Data directory: the embedded PGlite database, the generated secret key",
+  }),
+  DATABASE_URL: v({
+    parse: url("postgres", "postgresql"),
+    description: "PostgreSQL connection URL; when set, PostgreSQL is used instead of embedded PGlite",
+    secret: true,
+  }),
+  NETMON_DB_POOL_SIZE: v({ parse: int(1, 200), default: 10, description: "PostgreSQL connection pool size" }),
+  NETMON_BASE_URL: v({
+    parse: url("http", "https"),
+    description: "Public URL of this service, used to build links and SSO callback URLs",
+    shownDefault: "http://localhost:$PORT",
+  }),
+  NETMON_LOG_LEVEL: v({
+    parse: oneOf("fatal", "error", "warn", "info", "debug", "trace", "silent"),
+    default: "info",
+    description: "Log level (fatal, error, warn, info, debug, trace, silent)",
+  }),
+  NETMON_SECRET_KEY_FILE: v({
+    parse: str,
+    description: "File holding the signing/encryption key; generated on first start when unset",
+    shownDefault: "$NETMON_DATA_DIR/secret.key",
+  }),
+  NETMON_BODY_LIMIT: v({
+    parse: int(1024, 64 * 1024 * 1024),
+    default: 1024 * 1024,
+    description: "Maximum JSON request body size in bytes",
+  }),
+  NETMON_SHUTDOWN_TIMEOUT: v({
+    parse: duration,
+    default: 30,
+    description: "How long a graceful shutdown waits for in-flight requests (e.g. 30s)",
+    shownDefault: "30s",
+  }),
+  NETMON_TRUSTED_PROXIES: v({
+    parse: list,
+    default: [],
+    description: "Comma-separated proxy IPs/CIDRs whose X-Forwarded-For is honoured",
+    shownDefault: "(none)",
+  }),
+  NETMON_RATE_LIMIT_API_DEFAULT: v({
+    parse: rate,
+    default: { requests: 120, windowSeconds: 60 },
+    description: "Shared per-IP request budget of the /api scope, <requests>/<window>",
+    shownDefault: "120/60s",
+  }),
+  NETMON_RATE_LIMIT_ADMIN: v({
+    parse: rate,
+    default: { requests: 120, windowSeconds: 60 },
+    description: "Separate per-IP request budget of /api/admin",
+    shownDefault: "120/60s",
+  }),
+  NETMON_RATE_LIMIT_CONTROL: v({
+    parse: rate,
+    default: { requests: 600, windowSeconds: 60 },
+    description: "Request budget of each gateway/agent credential on control-plane routes",
+    shownDefault: "600/60s",
+  }),
+  REDIS_URL: v({
+    parse: url("redis", "rediss"),
+    description: "Redis URL; when set, rate-limit counters are kept in Redis",
+    secret: true,
+  }),
+  NETMON_EMBEDDED_AGENT: v({
+    parse: bool,
+    default: true,
+    description: "Run one in-process gateway and agent monitoring the local host",
+  }),
+  NETMON_HEARTBEAT_TIMEOUT: v({
+    parse: duration,
+    default: 60,
+    description: "Gateways/agents silent this long are marked offline/disconnected (e.g. 60s)",
+    shownDefault: "60s",
+  }),
+  NETMON_CHECK_ALLOW_LINK_LOCAL: v({
+    parse: bool,
+    default: false,
+    description: "Allow checks against link-local/metadata addresses (169.254.0.0/16, fe80::/10)",
+  }),
+  NETMON_CHECK_ALLOW_CORE: v({
+    parse: bool,
+    default: false,
+    description: "Allow checks against this core's own HTTP endpoint",
+  }),
+  NETMON_CUSTOM_CHECK_ALLOWLIST: v({
+    parse: list,
+    default: [],
+    description: "Comma-separated absolute paths of executables custom checks may run",
+    shownDefault: "(none)",
+  }),
+  NETMON_POLL_JOB_RETENTION_DAYS: v({
+    parse: int(1, 3650),
+    default: 7,
+    description: "Days finished poll jobs are kept (results stay in service_status)",
+  }),
+  NETMON_SESSION_IDLE_TIMEOUT_SECONDS: v({
+    parse: int(60, 365 * 86400),
+    default: 3600,
+    description: "Browser session idle timeout",
+  }),
+  NETMON_SESSION_ABSOLUTE_TIMEOUT_SECONDS: v({
+    parse: int(60, 365 * 86400),
+    default: 30 * 86400,
+    description: "Browser session absolute lifetime",
+  }),
+  SERVICE_ADMIN_EMAIL: v({
+    parse: str,
+    default: "admin@localhost",
+    description: "Email of the bootstrap admin created at start-up when no admin exists",
+  }),
+  SERVICE_ADMIN_PASSWORD: v({
+    parse: str,
+    description: "Password of the bootstrap admin",
+    secret: true,
+  }),
+  SERVICE_ADMIN_PASSWORD_FILE: v({
+    parse: str,
+    description: "File holding the bootstrap admin password (alternative to SERVICE_ADMIN_PASSWORD)",
+  }),
+  SERVICE_ADMIN_PASSWORD_FORCE_SYNC: v({
+    parse: bool,
+    default: false,
+    description: "Re-apply the bootstrap admin password on every start",
+  }),
+  SERVICE_AUTH_FORCE_LOCAL_LOGIN: v({
+    parse: bool,
+    default: false,
+    description: "Allow any account with a local password to sign in locally in SSO modes",
+  }),
+} as const;
+
+type Vars = typeof VARIABLES;
+type ValueOf<K extends keyof Vars> = ReturnType<Vars[K]["parse"]>;
+type HasDefault<K extends keyof Vars> = Vars[K] extends { default: unknown } ? K : never;
+
+export type RawConfig = {
+  [K in keyof Vars as HasDefault<K>]: ValueOf<K>;
+} & {
+  [K in keyof Vars as Exclude<K, HasDefault<K>>]?: ValueOf<K>;
+};
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  dbPoolSize: number;
+  baseUrl: string;
+  logLevel: ValueOf<"NETMON_LOG_LEVEL">;
+  secretKeyFile: string;
+  bodyLimit: number;
+  shutdownTimeoutSeconds: number;
+  trustedProxies: string[];
+  rateLimitApiDefault: Rate;
+  rateLimitAdmin: Rate;
+  rateLimitControl: Rate;
+  redisUrl: string | undefined;
+  embeddedAgent: boolean;
+  monitoring: {
+    heartbeatTimeoutSeconds: number;
+    allowLinkLocal: boolean;
+    allowCore: boolean;
+    customAllowList: string[];
+    jobRetentionDays: number;
+  };
+  sessionIdleTimeoutSeconds: number;
+  sessionAbsoluteTimeoutSeconds: number;
+  admin: {
+    email: string;
+    password: string | undefined;
+    passwordFile: string | undefined;
+    forceSync: boolean;
+  };
+  forceLocalLogin: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
+    super(`invalid configuration: ${variable} ${detail}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Parse and validate the environment. Throws ConfigError naming the first bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const raw: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(VARIABLES) as [string, VarSpec<unknown>][]) {
+    const value = env[name];
+    if (value === undefined || value === "") {
+      raw[name] = spec.default;
+      continue;
+    }
+    try {
+      raw[name] = spec.parse(value);
+    } catch (err) {
+      throw new ConfigError(name, (err as Error).message);
+    }
+  }
+  const r = raw as RawConfig;
+  const dataDir = path.resolve(r.NETMON_DATA_DIR);
+  return {
+    port: r.PORT,
+    host: r.HOST,
+    dataDir,
+    databaseUrl: r.DATABASE_URL,
+    dbPoolSize: r.NETMON_DB_POOL_SIZE,
+    baseUrl: (r.NETMON_BASE_URL ?? `http://localhost:${r.PORT}`).replace(/\/+$/, ""),
+    logLevel: r.NETMON_LOG_LEVEL,
+    secretKeyFile: path.resolve(r.NETMON_SECRET_KEY_FILE ?? path.join(dataDir, "secret.key")),
+    bodyLimit: r.NETMON_BODY_LIMIT,
+    shutdownTimeoutSeconds: r.NETMON_SHUTDOWN_TIMEOUT,
+    trustedProxies: r.NETMON_TRUSTED_PROXIES,
+    rateLimitApiDefault: r.NETMON_RATE_LIMIT_API_DEFAULT,
+    rateLimitAdmin: r.NETMON_RATE_LIMIT_ADMIN,
+    rateLimitControl: r.NETMON_RATE_LIMIT_CONTROL,
+    redisUrl: r.REDIS_URL,
+    embeddedAgent: r.NETMON_EMBEDDED_AGENT,
+    monitoring: {
+      heartbeatTimeoutSeconds: r.NETMON_HEARTBEAT_TIMEOUT,
+      allowLinkLocal: r.NETMON_CHECK_ALLOW_LINK_LOCAL,
+      allowCore: r.NETMON_CHECK_ALLOW_CORE,
+      customAllowList: r.NETMON_CUSTOM_CHECK_ALLOWLIST,
+      jobRetentionDays: r.NETMON_POLL_JOB_RETENTION_DAYS,
+    },
+    sessionIdleTimeoutSeconds: r.NETMON_SESSION_IDLE_TIMEOUT_SECONDS,
+    sessionAbsoluteTimeoutSeconds: r.NETMON_SESSION_ABSOLUTE_TIMEOUT_SECONDS,
+    admin: {
+      email: r.SERVICE_ADMIN_EMAIL,
+      password: r.SERVICE_ADMIN_PASSWORD,
+      passwordFile: r.SERVICE_ADMIN_PASSWORD_FILE,
+      forceSync: r.SERVICE_ADMIN_PASSWORD_FORCE_SYNC,
+    },
+    forceLocalLogin: r.SERVICE_AUTH_FORCE_LOCAL_LOGIN,
+  };
+}
+
+/** Rows for the README configuration table. */
+export function describeVariables(): { name: string; default: string; description: string }[] {
+  return (Object.entries(VARIABLES) as [string, VarSpec<unknown>][]).map(([name, spec]) => ({
+    name,
+    default: spec.shownDefault ?? (spec.default === undefined ? "(unset)" : String(spec.default)),
+    description: spec.description,
+  }));
+}

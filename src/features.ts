@@ -1,0 +1,26 @@
+import { createAccessFeature } from "./access/feature.ts";
+import { alertingFeature } from "./alerting/feature.ts";
+import { healthFeature } from "./http/routes/health.ts";
+import { createInventoryFeature } from "./inventory/feature.ts";
+import { jsonapiFeature } from "./jsonapi/feature.ts";
+import type { Feature } from "./kernel/feature.ts";
+import { createMonitoringFeature } from "./monitoring/feature.ts";
+import { srqlFeature } from "./srql/feature.ts";
+import { createTelemetryFeature } from "./telemetry/feature.ts";
+
+/**
+ * Every domain the server runs, in registration order. Access comes first: its hooks
+ * authenticate and rate-limit every route registered after it.
+ */
+export function allFeatures(): Feature[] {
+  return [
+    createAccessFeature(),
+    healthFeature,
+    createInventoryFeature(),
+    srqlFeature,
+    jsonapiFeature,
+    createMonitoringFeature(),
+    alertingFeature(),
+    createTelemetryFeature(),
+  ];
+}

@@ -1,0 +1,113 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import {
+  AppError,
+  AuthenticationRequiredError,
+  InvalidRequestError,
+  isAppError,
+  NotFoundError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+} from "../kernel/errors.ts";
+
+export const JSONAPI_MEDIA_TYPE = "application/vnd.api+json";
+
+export type ErrorStyle = "plain" | "jsonapi";
+
+/** `/api/v2` speaks JSON:API; everything else answers `{error, message}`. */
+export function errorStyleFor(url: string): ErrorStyle {
+  return url === "/api/v2" || url.startsWith("/api/v2/") || url.startsWith("/api/v2?") ? "jsonapi" : "plain";
+}
+
+/** Translate framework errors (parser, limits, schema validation) into typed app errors. */
+export function toAppError(err: unknown): AppError | null {
+  if (isAppError(err)) return err;
+  const e = err as FastifyError & {
+    validation?: { instancePath?: string; message?: string }[];
+    validationContext?: string;
+  };
+  switch (e?.code) {
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return new InvalidRequestError(`malformed JSON body: ${e.message}`, { code: "malformed_json" });
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new PayloadTooLargeError("request body exceeds the configured limit");
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return new UnsupportedMediaTypeError(e.message);
+    case "FST_ERR_VALIDATION": {
+      const v = e.validation?.[0];
+      const where = `${e.validationContext ?? "request"}${v?.instancePath ?? ""}`;
+      return new InvalidRequestError(`${where} ${v?.message ?? "is invalid"}`, {
+        source:
+          e.validationContext === "querystring"
+            ? { parameter: v?.instancePath?.slice(1) || undefined }
+            : undefined,
+      });
+    }
+  }
+  if (e instanceof SyntaxError && "body" in (e as object)) {
+    return new InvalidRequestError(`malformed JSON body: ${e.message}`, { code: "malformed_json" });
+  }
+  if (typeof e?.statusCode === "number" && e.statusCode >= 400 && e.statusCode < 500) {
+    if (e.statusCode === 401) return new AuthenticationRequiredError(e.message);
+    if (e.statusCode === 404) return new NotFoundError(e.message);
+    if (e.statusCode === 413) return new PayloadTooLargeError(e.message);
+    if (e.statusCode === 415) return new UnsupportedMediaTypeError(e.message);
+    return new AppError(e.statusCode, (e.code ?? "bad_request").toLowerCase(), e.message, "Bad request");
+  }
+  return null;
+}
+
+export function plainBody(err: AppError): Record<string, unknown> {
+  return { error: err.code, message: err.message, ...err.extra };
+}
+
+export function jsonApiBody(err: AppError, requestId?: string): Record<string, unknown> {
+  const item: Record<string, unknown> = {
+    status: String(err.status),
+    code: err.code,
+    title: err.title,
+    detail: err.message,
+  };
+  if (err.source && Object.keys(err.source).length > 0) item.source = err.source;
+  const meta: Record<string, unknown> = { ...err.extra };
+  if (requestId) meta.request_id = requestId;
+  if (Object.keys(meta).length > 0) item.meta = meta;
+  return { errors: [item], jsonapi: { version: "1.1" } };
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
+  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+  reply.code(err.status);
+  if (errorStyleFor(request.url) === "jsonapi") {
+    return reply.type(JSONAPI_MEDIA_TYPE).send(jsonApiBody(err));
+  }
+  return reply.type("application/json; charset=utf-8").send(plainBody(err));
+}
+
+/** The single error → response mapping. Unknown errors become a 500 carrying only the request id. */
+export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const appError = toAppError(error);
+  if (appError) {
+    if (appError.status >= 500) request.log.error({ err: error }, "request failed");
+    return sendError(request, reply, appError);
+  }
+  request.log.error({ err: error }, "unhandled error");
+  const internal = new AppError(
+    500,
+    "internal_error",
+    `An unexpected error occurred (request id ${request.id})`,
+    "Internal server error",
+    { extra: { request_id: request.id } },
+  );
+  return sendError(request, reply, internal);
+}
+
+export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const path = request.url.split("?")[0];
+  return sendError(
+    request,
+    reply,
+    new NotFoundError(`no route for ${request.method} ${path}`, { code: "not_found" }),
+  );
+}

@@ -1,0 +1,15 @@
+import type { Config } from "../config/config.ts";
+import type { Db } from "../storage/db.ts";
+import type { Logger } from "./logger.ts";
+
+/**
+ * What every domain receives: configuration, storage, logging, the instance secret and a
+ * clock (injectable so time-based logic is testable). No HTTP here: domains run without it.
+ */
+export interface AppContext {
+  config: Config;
+  db: Db;
+  log: Logger;
+  secretKey: Buffer;
+  now: () => Date;
+}

@@ -1,0 +1,166 @@
+/**
+ * Control-plane endpoints on the core (`/api/control/v1`): what a `netmon gateway` process
+ * calls with its gateway credential. Access `{controlPlane: true}` and the per-credential
+ * `control` budget, never the per-IP `api_default` budget. A gateway credential acts only as
+ * the gateway named in it; admins may act for any.
+ */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Actor } from "../access/actor.ts";
+import type { AppContext } from "../kernel/context.ts";
+import { ForbiddenError, InvalidRequestError } from "../kernel/errors.ts";
+import { agentOperation, gatewayOperation, registerAgent, registerGateway } from "./fleet.ts";
+import { recordHostMetrics } from "./host-metrics.ts";
+import { claimJobsWait, completeJob, failJob, startJob } from "./jobs.ts";
+import { CONTROL_PREFIX } from "./runtime/links.ts";
+
+const config = { access: { controlPlane: true }, rateLimit: "control" } as const;
+
+type Body = Record<string, unknown>;
+
+function body(req: FastifyRequest): Body {
+  const b = req.body;
+  if (b === undefined || b === null) return {};
+  if (typeof b !== "object" || Array.isArray(b))
+    throw new InvalidRequestError("request body must be a JSON object");
+  return b as Body;
+}
+
+function str(b: Body, key: string, required = true): string | undefined {
+  const v = b[key];
+  if (v === undefined || v === null) {
+    if (required) throw new InvalidRequestError(`${key} is required`, { source: { pointer: `/${key}` } });
+    return undefined;
+  }
+  if (typeof v !== "string" || v.length === 0 || v.length > 255) {
+    throw new InvalidRequestError(`${key} must be a non-empty string`, { source: { pointer: `/${key}` } });
+  }
+  return v;
+}
+
+/** The gateway id a credential may act as (`gateway:<name>` → `<name>`); admins: any. */
+function gatewayOf(actor: Actor | null, requested: string): string {
+  if (!actor) throw new ForbiddenError();
+  if (actor.kind === "gateway") {
+    const own = actor.id.replace(/^gateway:/, "");
+    if (own !== requested) throw new ForbiddenError(`this credential belongs to gateway '${own}'`);
+    return own;
+  }
+  if (actor.kind === "agent")
+    throw new ForbiddenError("agent credentials talk to their gateway, not the core");
+  return requested;
+}
+
+const GATEWAY_OPS = new Set(["heartbeat", "start_draining", "finish_draining", "degrade", "restore_health"]);
+const AGENT_OPS = new Set([
+  "establish_connection",
+  "heartbeat",
+  "degrade",
+  "restore_health",
+  "lose_connection",
+]);
+
+export function registerControlRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const p = CONTROL_PREFIX;
+
+  /** Who is this credential? Gateways use it to verify their agents' tokens. */
+  app.get(`${p}/whoami`, { config }, async (req) => {
+    const a = req.actor as Actor;
+    return { kind: a.kind, id: a.id, name: a.id.replace(/^(gateway|agent):/, "") };
+  });
+
+  app.post(`${p}/gateways`, { config }, async (req, reply) => {
+    const b = body(req);
+    const id = gatewayOf(req.actor, str(b, "id") as string);
+    const row = await registerGateway(ctx, id, {
+      component_id: str(b, "component_id", false),
+      metadata: (b.metadata as Record<string, unknown>) ?? {},
+      created_by: req.actor?.id,
+    });
+    return reply.code(201).send({ gateway: row });
+  });
+
+  app.post<{ Params: { id: string; op: string } }>(`${p}/gateways/:id/:op`, { config }, async (req) => {
+    const id = gatewayOf(req.actor, req.params.id);
+    if (!GATEWAY_OPS.has(req.params.op))
+      throw new InvalidRequestError(`unknown gateway operation ${req.params.op}`);
+    const b = body(req);
+    return { gateway: await gatewayOperation(ctx, id, req.params.op as "heartbeat", b as never) };
+  });
+
+  app.post(`${p}/agents`, { config }, async (req, reply) => {
+    const b = body(req);
+    const gatewayId = gatewayOf(req.actor, str(b, "gateway_id") as string);
+    const uid = str(b, "uid") as string;
+    const caps = Array.isArray(b.capabilities) ? b.capabilities.map(String).slice(0, 64) : [];
+    const row = await registerAgent(ctx, uid, {
+      name: str(b, "name", false),
+      gateway_id: gatewayId,
+      capabilities: caps,
+      host: str(b, "host", false),
+      version: str(b, "version", false),
+    });
+    return reply.code(201).send({ agent: row });
+  });
+
+  app.post<{ Params: { uid: string; op: string } }>(`${p}/agents/:uid/:op`, { config }, async (req) => {
+    if (req.actor?.kind === "agent")
+      throw new ForbiddenError("agent credentials talk to their gateway, not the core");
+    if (!AGENT_OPS.has(req.params.op))
+      throw new InvalidRequestError(`unknown agent operation ${req.params.op}`);
+    const b = body(req);
+    if (req.params.op === "establish_connection" && typeof b.gateway_id === "string")
+      gatewayOf(req.actor, b.gateway_id);
+    return { agent: await agentOperation(ctx, req.params.uid, req.params.op as "heartbeat", b as never) };
+  });
+
+  app.post(`${p}/jobs/claim`, { config }, async (req) => {
+    const b = body(req);
+    const gatewayId = gatewayOf(req.actor, str(b, "gateway_id") as string);
+    const agentUids = Array.isArray(b.agent_uids) ? b.agent_uids.map(String).slice(0, 10_000) : [];
+    const max = Number.isInteger(b.max) ? (b.max as number) : 1;
+    const waitMs = Number.isInteger(b.wait_ms) ? Math.min(30_000, Math.max(0, b.wait_ms as number)) : 0;
+    const abort = new AbortController();
+    req.raw.once("close", () => abort.abort());
+    const jobs = await claimJobsWait(ctx, { gatewayId, agentUids, max, waitMs, signal: abort.signal });
+    return { jobs };
+  });
+
+  app.post<{ Params: { id: string } }>(`${p}/jobs/:id/start`, { config }, async (req) => {
+    const b = body(req);
+    const job = await startJob(ctx, req.params.id, str(b, "agent_id") as string);
+    return { job: { id: job.id, status: job.status } };
+  });
+
+  app.post<{ Params: { id: string } }>(
+    `${p}/jobs/:id/results`,
+    { config, bodyLimit: 16 * 1024 * 1024 },
+    async (req) => {
+      const b = body(req);
+      const gatewayId =
+        b.gateway_id === undefined ? null : gatewayOf(req.actor, str(b, "gateway_id") as string);
+      const { job, recorded } = await completeJob(ctx, req.params.id, {
+        agentId: str(b, "agent_id") as string,
+        gatewayId,
+        results: b.results,
+        sweepHosts: b.sweep_hosts,
+      });
+      return { job: { id: job.id, status: job.status }, recorded };
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(`${p}/jobs/:id/fail`, { config }, async (req) => {
+    const b = body(req);
+    const job = await failJob(ctx, req.params.id, {
+      message: str(b, "message") as string,
+      code: str(b, "code", false) ?? "EXECUTION_ERROR",
+    });
+    return { job: { id: job.id, status: job.status } };
+  });
+
+  app.post(`${p}/host-metrics`, { config, bodyLimit: 4 * 1024 * 1024 }, async (req, reply) => {
+    const b = body(req);
+    const gatewayId = gatewayOf(req.actor, str(b, "gateway_id") as string);
+    await recordHostMetrics(ctx, { agentId: str(b, "agent_id") as string, gatewayId, sample: b.sample });
+    return reply.code(202).send({ accepted: true });
+  });
+}

@@ -1,0 +1,125 @@
+/**
+ * The monitoring feature on the core: control-plane routes, the leader-only background work
+ * (scheduler, stale-job reaper, liveness sweep, pruning) and, in the embedded default, one
+ * in-process gateway and agent running the same code as `netmon gateway` / `netmon agent`.
+ */
+import os from "node:os";
+import type { AppContext } from "../kernel/context.ts";
+import type { Feature } from "../kernel/feature.ts";
+import { registerControlRoutes } from "./control-routes.ts";
+import { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, markSilent } from "./fleet.ts";
+import { jobSignal, pruneJobs, reapStaleJobs, releaseOrphans } from "./jobs.ts";
+import { Agent, inProcessGatewayLink } from "./runtime/agent.ts";
+import { Gateway } from "./runtime/gateway.ts";
+import { inProcessCoreLink } from "./runtime/links.ts";
+import { SCHEDULER_LOCK_KEY, scheduleDue } from "./scheduler.ts";
+import { monitoringSettings } from "./settings.ts";
+import { registerSweepRoutes } from "./sweep-routes.ts";
+import { TargetPolicy } from "./target-policy.ts";
+
+export interface MonitoringOptions {
+  /** Scheduler tick (ms). */
+  tickMs?: number;
+  /** Run the embedded gateway + agent (default: config.embeddedAgent). */
+  embedded?: boolean;
+}
+
+export interface MonitoringRuntime {
+  gateway: Gateway | null;
+  agent: Agent | null;
+  isLeader(): boolean;
+}
+
+const RUNTIMES = new WeakMap<AppContext, MonitoringRuntime>();
+export function monitoringRuntime(ctx: AppContext): MonitoringRuntime | undefined {
+  return RUNTIMES.get(ctx);
+}
+
+export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
+  let timers: NodeJS.Timeout[] = [];
+  let release: (() => Promise<void>) | null = null;
+  let stopped = false;
+  let busy = false;
+  let gateway: Gateway | null = null;
+  let agent: Agent | null = null;
+  let lastReap = 0;
+  let lastSweep = 0;
+  let lastPrune = 0;
+
+  return {
+    name: "monitoring",
+    routes(app, ctx) {
+      registerControlRoutes(app, ctx);
+      registerSweepRoutes(app, ctx);
+    },
+    async start(ctx) {
+      const settings = monitoringSettings(ctx.config);
+      const tick = async () => {
+        if (busy || stopped) return;
+        busy = true;
+        try {
+          if (!release) release = await ctx.db.tryAdvisoryLock(SCHEDULER_LOCK_KEY);
+          if (!release) return; // another replica leads
+          const r = await scheduleDue(ctx);
+          if (r.jobs > 0) jobSignal(ctx).emit("jobs");
+          const now = Date.now();
+          if (now - lastReap > 2000) {
+            lastReap = now;
+            await reapStaleJobs(ctx);
+          }
+          if (now - lastSweep > 10_000) {
+            lastSweep = now;
+            await markSilent(ctx, settings.heartbeatTimeoutSeconds);
+            await releaseOrphans(ctx);
+          }
+          if (now - lastPrune > 3_600_000) {
+            lastPrune = now;
+            await pruneJobs(ctx, settings.jobRetentionDays);
+          }
+        } catch (err) {
+          if (!stopped) ctx.log.error({ err }, "monitoring scheduler tick failed");
+        } finally {
+          busy = false;
+        }
+      };
+      timers.push(setInterval(() => void tick(), opts.tickMs ?? 500));
+      for (const t of timers) t.unref();
+
+      if (opts.embedded ?? ctx.config.embeddedAgent) {
+        const id = `embedded-${os.hostname()}`.slice(0, 200);
+        const policy = new TargetPolicy({
+          allowLinkLocal: settings.allowLinkLocal,
+          allowCore: settings.allowCore,
+          coreEndpoints: [{ host: ctx.config.host, port: ctx.config.port }],
+        });
+        gateway = new Gateway({ id, core: inProcessCoreLink(ctx), log: ctx.log });
+        await gateway.start();
+        agent = new Agent({
+          uid: id,
+          gateway: inProcessGatewayLink(gateway),
+          policy,
+          log: ctx.log,
+          customAllowList: settings.customAllowList,
+        });
+        await agent.start();
+      }
+      const g = gateway;
+      const a = agent;
+      RUNTIMES.set(ctx, { gateway: g, agent: a, isLeader: () => release !== null });
+    },
+    async stop() {
+      stopped = true;
+      for (const t of timers) clearInterval(t);
+      timers = [];
+      await agent?.stop(5000);
+      await gateway?.stop();
+      while (busy) await new Promise((r) => setTimeout(r, 20));
+      if (release) {
+        await release().catch(() => {});
+        release = null;
+      }
+    },
+  };
+}
+
+export { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS };

@@ -1,0 +1,242 @@
+/**
+ * Gateway and agent lifecycle as driven by the monitoring processes (register, connect,
+ * heartbeat, degrade, drain, disconnect) and by the core's liveness sweep. The transitions
+ * are the JSON:API engineer's state machines (src/jsonapi/infrastructure/machines.ts): the
+ * same allowed source states as the `/api/v2/gateways` and `/api/v2/agents` operations.
+ */
+import { agentMachine, gatewayMachine } from "../jsonapi/infrastructure/machines.ts";
+import { checkTransition, type StateMachine } from "../jsonapi/state-machine.ts";
+import type { AppContext } from "../kernel/context.ts";
+import { NotFoundError } from "../kernel/errors.ts";
+import type { Queryable } from "../storage/db.ts";
+import { ident, join, sql } from "../storage/sql.ts";
+
+/** A gateway or agent whose last heartbeat is older than this is marked offline/disconnected. */
+export const DEFAULT_HEARTBEAT_TIMEOUT_SECONDS = 60;
+/** How often the processes heartbeat. */
+export const HEARTBEAT_INTERVAL_SECONDS = 10;
+
+type Table = {
+  table: "gateways" | "agents";
+  key: "gateway_id" | "uid";
+  touch: string;
+  machine: StateMachine;
+};
+const GW: Table = { table: "gateways", key: "gateway_id", touch: "updated_at", machine: gatewayMachine };
+const AG: Table = { table: "agents", key: "uid", touch: "modified_time", machine: agentMachine };
+
+async function apply(
+  tx: Queryable,
+  t: Table,
+  id: string,
+  transition: string,
+  set: Record<string, unknown>,
+  now: Date,
+): Promise<Record<string, unknown>> {
+  const row = await tx.one(sql`SELECT * FROM ${ident(t.table)} WHERE ${ident(t.key)} = ${id} FOR UPDATE`);
+  if (!row) throw new NotFoundError(`${t.machine.name} ${id} not found`);
+  const to = checkTransition(t.machine, transition, String(row.status));
+  const cols = { ...set, status: to, [t.touch]: now };
+  const assignments = Object.entries(cols).map(([k, v]) =>
+    k === "capabilities" || k === "metadata"
+      ? sql`${ident(k)} = ${JSON.stringify(v)}::jsonb`
+      : sql`${ident(k)} = ${v}`,
+  );
+  return (await tx.one(
+    sql`UPDATE ${ident(t.table)} SET ${join(assignments)} WHERE ${ident(t.key)} = ${id} RETURNING *`,
+  )) as Record<string, unknown>;
+}
+
+/** Register (or re-register after a restart) a gateway; it ends healthy. */
+export async function registerGateway(
+  ctx: AppContext,
+  id: string,
+  attrs: { component_id?: string; metadata?: Record<string, unknown>; created_by?: string } = {},
+): Promise<Record<string, unknown>> {
+  const now = ctx.now();
+  return ctx.db.transaction(async (tx) => {
+    const existing = await tx.one<{ status: string }>(
+      sql`SELECT status FROM gateways WHERE gateway_id = ${id} FOR UPDATE`,
+    );
+    if (!existing) {
+      return (await tx.one(sql`
+        INSERT INTO gateways (gateway_id, component_id, registration_source, status, first_registered, first_seen,
+                              last_seen, metadata, created_by, is_healthy, updated_at)
+        VALUES (${id}, ${attrs.component_id ?? id}, 'auto', 'healthy', ${now}, ${now}, ${now},
+                ${JSON.stringify(attrs.metadata ?? {})}::jsonb, ${attrs.created_by ?? null}, true, ${now})
+        RETURNING *`)) as Record<string, unknown>;
+    }
+    const healthy = { is_healthy: true, last_seen: now, status_reason: null };
+    switch (existing.status) {
+      case "inactive":
+        return apply(tx, GW, id, "activate", healthy, now);
+      case "draining":
+        await apply(tx, GW, id, "go_offline", {}, now);
+        await apply(tx, GW, id, "recover", {}, now);
+        return apply(tx, GW, id, "restore_health", healthy, now);
+      case "offline":
+        await apply(tx, GW, id, "recover", {}, now);
+        return apply(tx, GW, id, "restore_health", healthy, now);
+      case "degraded":
+      case "recovering":
+        return apply(tx, GW, id, "restore_health", healthy, now);
+      case "maintenance":
+        return apply(tx, GW, id, "heartbeat", { last_seen: now }, now);
+      default:
+        return apply(tx, GW, id, "heartbeat", { last_seen: now, is_healthy: true }, now);
+    }
+  });
+}
+
+export async function gatewayOperation(
+  ctx: AppContext,
+  id: string,
+  op: "heartbeat" | "start_draining" | "finish_draining" | "degrade" | "restore_health",
+  input: { is_healthy?: boolean; agent_count?: number; checker_count?: number } = {},
+): Promise<Record<string, unknown>> {
+  const now = ctx.now();
+  const set: Record<string, unknown> = {};
+  if (op === "heartbeat") {
+    set.last_seen = now;
+    for (const k of ["is_healthy", "agent_count", "checker_count"] as const)
+      if (input[k] !== undefined) set[k] = input[k];
+  }
+  if (op === "finish_draining" || op === "degrade") set.is_healthy = false;
+  if (op === "restore_health") Object.assign(set, { is_healthy: true, last_seen: now });
+  return ctx.db.transaction(async (tx) => {
+    if (op === "heartbeat" && set.is_healthy === true) {
+      // A late heartbeat (sent before a drain, delivered after it) must not mark a
+      // draining or offline gateway healthy again; only registration/recover does that.
+      const row = await tx.one<{ status: string }>(
+        sql`SELECT status FROM gateways WHERE gateway_id = ${id} FOR UPDATE`,
+      );
+      if (row && ["draining", "offline", "inactive"].includes(row.status)) delete set.is_healthy;
+    }
+    return apply(tx, GW, id, op, set, now);
+  });
+}
+
+/** Register (or re-register) an agent; it ends `connecting` until `connectAgent`. */
+export async function registerAgent(
+  ctx: AppContext,
+  uid: string,
+  attrs: {
+    name?: string;
+    gateway_id?: string | null;
+    capabilities?: string[];
+    host?: string;
+    version?: string;
+  } = {},
+): Promise<Record<string, unknown>> {
+  const now = ctx.now();
+  return ctx.db.transaction(async (tx) => {
+    const existing = await tx.one<{ status: string }>(
+      sql`SELECT status FROM agents WHERE uid = ${uid} FOR UPDATE`,
+    );
+    if (!existing) {
+      return (await tx.one(sql`
+        INSERT INTO agents (uid, name, type_id, type, vendor_name, version, gateway_id, capabilities, host, status,
+                            is_healthy, first_seen_time, last_seen_time, created_time, modified_time, config_source)
+        VALUES (${uid}, ${attrs.name ?? uid}, 4, 'netmon-agent', 'netmon', ${attrs.version ?? null}, ${attrs.gateway_id ?? null},
+                ${JSON.stringify(attrs.capabilities ?? [])}::jsonb, ${attrs.host ?? null}, 'connecting', true,
+                ${now}, ${now}, ${now}, ${now}, 'remote')
+        RETURNING *`)) as Record<string, unknown>;
+    }
+    const set = {
+      last_seen_time: now,
+      capabilities: attrs.capabilities ?? [],
+      ...(attrs.host ? { host: attrs.host } : {}),
+    };
+    switch (existing.status) {
+      case "disconnected":
+        return apply(tx, AG, uid, "reconnect", set, now);
+      case "unavailable":
+        return apply(tx, AG, uid, "recover", set, now);
+      case "connected":
+      case "degraded":
+        // Restarted without a clean disconnect: drop the old connection first.
+        await apply(tx, AG, uid, "lose_connection", {}, now);
+        return apply(tx, AG, uid, "reconnect", set, now);
+      default:
+        return apply(tx, AG, uid, "heartbeat", set, now);
+    }
+  });
+}
+
+export async function agentOperation(
+  ctx: AppContext,
+  uid: string,
+  op: "establish_connection" | "heartbeat" | "degrade" | "restore_health" | "lose_connection",
+  input: { gateway_id?: string; is_healthy?: boolean; capabilities?: string[] } = {},
+): Promise<Record<string, unknown>> {
+  const now = ctx.now();
+  const set: Record<string, unknown> = {};
+  if (op === "establish_connection")
+    Object.assign(
+      set,
+      { is_healthy: true, last_seen_time: now },
+      input.gateway_id ? { gateway_id: input.gateway_id } : {},
+    );
+  if (op === "heartbeat") {
+    set.last_seen_time = now;
+    if (input.is_healthy !== undefined) set.is_healthy = input.is_healthy;
+    if (input.capabilities) set.capabilities = input.capabilities;
+  }
+  if (op === "degrade") set.is_healthy = false;
+  if (op === "restore_health") Object.assign(set, { is_healthy: true, last_seen_time: now });
+  if (op === "lose_connection") set.gateway_id = null;
+  return ctx.db.transaction((tx) => apply(tx, AG, uid, op, set, now));
+}
+
+/**
+ * Liveness sweep (leader-only): gateways silent for `timeoutSeconds` lose their connection
+ * (→ offline), agents silent that long are disconnected (connecting ones fail to connect).
+ */
+export async function markSilent(
+  ctx: AppContext,
+  timeoutSeconds = DEFAULT_HEARTBEAT_TIMEOUT_SECONDS,
+): Promise<{ gateways: string[]; agents: string[] }> {
+  const now = ctx.now();
+  const cutoff = new Date(now.getTime() - timeoutSeconds * 1000);
+  const gws = await ctx.db.many<{ gateway_id: string }>(sql`
+    SELECT gateway_id FROM gateways WHERE status IN ('healthy', 'degraded') AND (last_seen IS NULL OR last_seen < ${cutoff})`);
+  const ags = await ctx.db.many<{ uid: string; status: string }>(sql`
+    SELECT uid, status FROM agents WHERE status IN ('connecting', 'connected', 'degraded')
+      AND (last_seen_time IS NULL OR last_seen_time < ${cutoff})`);
+  const out = { gateways: [] as string[], agents: [] as string[] };
+  for (const g of gws) {
+    try {
+      await ctx.db.transaction((tx) =>
+        apply(
+          tx,
+          GW,
+          g.gateway_id,
+          "lose_connection",
+          { is_healthy: false, status_reason: "heartbeat timeout" },
+          now,
+        ),
+      );
+      out.gateways.push(g.gateway_id);
+    } catch (err) {
+      ctx.log.debug({ err }, "gateway changed during liveness sweep");
+    }
+  }
+  for (const a of ags) {
+    try {
+      await ctx.db.transaction((tx) =>
+        apply(
+          tx,
+          AG,
+          a.uid,
+          a.status === "connecting" ? "connection_failed" : "lose_connection",
+          { gateway_id: null, is_healthy: false },
+          now,
+        ),
+      );
+      out.agents.push(a.uid);
+    } catch (err) {
+      ctx.log.debug({ err }, "agent changed during liveness sweep");
+    }
+  }
+  return out;
+}

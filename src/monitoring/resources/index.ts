@@ -1,0 +1,256 @@
+/**
+ * JSON:API declarations: service checks (type `service-check`, reference §8.1) and poll jobs
+ * (type `poll-job`, spec §2.2, read-only: state changes only through poll-job-state.ts).
+ */
+import type { AttributeDecl } from "../../jsonapi/define.ts";
+import { defineResource } from "../../jsonapi/define.ts";
+import { registerResource } from "../../jsonapi/registry.ts";
+import { ValidationError } from "../../kernel/errors.ts";
+import { sql } from "../../storage/sql.ts";
+import { CHECK_STATUSES, CHECK_TYPES } from "../checks/types.ts";
+import { POLL_JOB_STATUSES } from "../poll-job-state.ts";
+import { initialRunAt } from "../scheduler.ts";
+import { TargetPolicy } from "../target-policy.ts";
+
+const ro = (type: AttributeDecl["type"], extra: Partial<AttributeDecl> = {}): AttributeDecl => ({
+  type,
+  ...extra,
+});
+const CHECK_TYPE_LABELS: Record<string, string> = {
+  ping: "Ping",
+  http: "HTTP",
+  tcp: "TCP",
+  snmp: "SNMP",
+  grpc: "gRPC",
+  dns: "DNS",
+  custom: "Custom",
+};
+
+function validateCheck(
+  input: Record<string, unknown>,
+  existing: Record<string, unknown> | null,
+  allowLinkLocal: boolean,
+) {
+  const checkType = String(input.check_type ?? existing?.check_type ?? "");
+  const target = input.target ?? existing?.target;
+  if (input.target !== undefined || !existing) {
+    new TargetPolicy({ allowLinkLocal }).validateTarget(checkType, String(target ?? ""));
+  }
+  const port = input.port ?? existing?.port;
+  if ((checkType === "tcp" || checkType === "grpc") && (port === null || port === undefined)) {
+    throw new ValidationError(`a ${checkType} check needs a port`, {
+      source: { pointer: "/data/attributes/port" },
+    });
+  }
+  const warn = (input.warning_threshold_ms ?? existing?.warning_threshold_ms) as number | null | undefined;
+  const crit = (input.critical_threshold_ms ?? existing?.critical_threshold_ms) as number | null | undefined;
+  if (warn != null && crit != null && warn > crit) {
+    throw new ValidationError("warning_threshold_ms must not exceed critical_threshold_ms", {
+      source: { pointer: "/data/attributes/warning_threshold_ms" },
+    });
+  }
+  if (
+    input.config !== undefined &&
+    (input.config === null || typeof input.config !== "object" || Array.isArray(input.config))
+  ) {
+    throw new ValidationError("config must be an object", { source: { pointer: "/data/attributes/config" } });
+  }
+}
+
+export const serviceCheckResource = registerResource(
+  defineResource({
+    type: "service-check",
+    base: "/service-checks",
+    table: "service_checks",
+    tag: "service-check",
+    description: "Service checks run by agents on their interval (reference §8.1)",
+    id: { column: "id", type: "uuid", generate: "db" },
+    attributes: {
+      name: { type: "string", required: true, update: true, nullable: false, maxLength: 255 },
+      description: { type: "string", create: true, update: true, maxLength: 4000 },
+      check_type: { type: "enum", values: CHECK_TYPES, required: true, nullable: false },
+      target: {
+        type: "string",
+        required: true,
+        update: true,
+        nullable: false,
+        maxLength: 2048,
+        filterable: false,
+      },
+      port: { type: "integer", create: true, update: true, minimum: 0, maximum: 65535 },
+      interval_seconds: {
+        type: "integer",
+        create: true,
+        update: true,
+        nullable: false,
+        default: 60,
+        minimum: 1,
+        maximum: 86400,
+        filterable: false,
+      },
+      timeout_seconds: {
+        type: "integer",
+        create: true,
+        update: true,
+        nullable: false,
+        default: 10,
+        minimum: 1,
+        maximum: 300,
+        filterable: false,
+      },
+      retries: {
+        type: "integer",
+        create: true,
+        update: true,
+        nullable: false,
+        default: 3,
+        minimum: 0,
+        maximum: 10,
+        filterable: false,
+      },
+      config: { type: "object", create: true, update: true, nullable: false, default: {}, filterable: false },
+      warning_threshold_ms: { type: "integer", create: true, update: true, minimum: 0, filterable: false },
+      critical_threshold_ms: { type: "integer", create: true, update: true, minimum: 0 },
+      agent_uid: { type: "string", create: true, update: true, maxLength: 255 },
+      device_uid: { type: "string", create: true, maxLength: 255 },
+      enabled: { type: "boolean", create: true, update: true, nullable: false, default: true },
+      metadata: { type: "object", create: true, update: true, nullable: false, default: {} },
+      schedule_id: { type: "uuid", create: true, update: true, filterable: false },
+      last_check_at: ro("datetime"),
+      last_result: ro("enum", { values: CHECK_STATUSES, filterable: false }),
+      last_response_time_ms: ro("integer"),
+      last_error: ro("string", { filterable: false }),
+      consecutive_failures: ro("integer", { nullable: false, filterable: false }),
+      created_at: ro("datetime", { filterable: false }),
+      updated_at: ro("datetime", { filterable: false }),
+      check_type_label: {
+        type: "string",
+        computed: (row) => CHECK_TYPE_LABELS[String(row.check_type)] ?? "Unknown",
+      },
+      next_check_at: {
+        type: "datetime",
+        computed: (row) => (row.enabled ? (row.next_run_at ?? row.created_at) : null),
+      },
+      next_run_at: ro("datetime", { public: false, filterable: false }),
+    },
+    defaultSort: "created_at",
+    pagination: { styles: ["keyset", "offset"], defaultLimit: 100, maxLimit: 1000 },
+    collections: [
+      {
+        name: "enabled",
+        path: "/enabled",
+        summary: "Enabled service checks",
+        where: ({ col }) => sql`${col("enabled")}`,
+      },
+      {
+        name: "failing",
+        path: "/failing",
+        summary:
+          "Checks whose most recent result(s) were critical, unknown or error (consecutive_failures > 0) (no page)",
+        paginate: false,
+        maxRows: 5000,
+        defaultSort: "-consecutive_failures",
+        where: ({ col }) => sql`${col("consecutive_failures")} > 0`,
+      },
+    ],
+    policies: { read: { access: { permission: "services.view" } } },
+    touchColumn: "updated_at",
+    actions: {
+      create: {
+        access: { permission: "services.create" },
+        summary: "Create a service check; it first runs within one interval",
+        set: (input, c) => ({
+          next_run_at:
+            input.enabled === false ? null : initialRunAt(c.now, Number(input.interval_seconds ?? 60)),
+        }),
+      },
+      update: {
+        access: { permission: "services.update" },
+        summary: "Update a service check (check_type and device_uid are immutable)",
+        set: (input, c) => {
+          if (input.target !== undefined) {
+            const t = String(input.target ?? "");
+            new TargetPolicy({
+              allowLinkLocal: c.app.config.monitoring?.allowLinkLocal ?? false,
+            }).validateTarget(/^[a-z]+:\/\//i.test(t) ? "http" : "tcp", t);
+          }
+          return input.interval_seconds !== undefined || input.enabled === true
+            ? { next_run_at: initialRunAt(c.now, Number(input.interval_seconds ?? 60)) }
+            : {};
+        },
+      },
+    },
+    hooks: {
+      beforeCreate: (c, _actor, input) =>
+        validateCheck(input, null, c.app.config.monitoring?.allowLinkLocal ?? false),
+    },
+  }),
+);
+
+export const pollJobResource = registerResource(
+  defineResource({
+    type: "poll-job",
+    base: "/poll-jobs",
+    table: "poll_jobs",
+    tag: "poll-job",
+    description: "Poll jobs (read-only; managed by the scheduler and the poll-job state machine)",
+    id: { column: "id", type: "uuid", generate: "db" },
+    attributes: {
+      schedule_id: ro("uuid", { nullable: false }),
+      schedule_name: ro("string"),
+      status: ro("enum", { values: POLL_JOB_STATUSES, nullable: false }),
+      agent_id: ro("string"),
+      gateway_id: ro("string"),
+      check_count: ro("integer"),
+      check_ids: ro("array", { items: "uuid" }),
+      success_count: ro("integer"),
+      failure_count: ro("integer"),
+      priority: ro("integer"),
+      retry_count: ro("integer"),
+      max_retries: ro("integer"),
+      timeout_seconds: ro("integer"),
+      duration_ms: ro("integer"),
+      dispatched_at: ro("datetime"),
+      started_at: ro("datetime"),
+      completed_at: ro("datetime"),
+      error_code: ro("string"),
+      error_message: ro("string"),
+      results: ro("array", { items: "object" }),
+      metadata: ro("object"),
+      inserted_at: ro("datetime", { public: false }),
+    },
+    defaultSort: "-inserted_at",
+    pagination: { styles: ["keyset", "offset"], defaultLimit: 100, maxLimit: 1000 },
+    collections: [
+      {
+        name: "by_schedule",
+        path: "/by-schedule/:schedule_id",
+        summary: "Jobs of a polling schedule, newest first (no page, at most 100)",
+        paginate: false,
+        maxRows: 100,
+        params: { schedule_id: "uuid" },
+        defaultSort: "-inserted_at",
+        where: ({ col, params }) => sql`${col("schedule_id")} = ${params.schedule_id}`,
+      },
+      {
+        name: "pending",
+        path: "/pending",
+        summary: "Pending jobs, oldest first (no page)",
+        paginate: false,
+        maxRows: 1000,
+        defaultSort: "inserted_at",
+        where: ({ col }) => sql`${col("status")} = 'pending'`,
+      },
+      {
+        name: "running",
+        path: "/running",
+        summary: "Running jobs (no page)",
+        paginate: false,
+        maxRows: 1000,
+        where: ({ col }) => sql`${col("status")} = 'running'`,
+      },
+    ],
+    policies: { read: { access: { permission: "services.view" } } },
+    actions: {},
+  }),
+);

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase } from "../../test/helpers/database.ts";
+import { loadConfig } from "../config/config.ts";
+import type { AppContext } from "../kernel/context.ts";
+import { createLogger } from "../kernel/logger.ts";
+import type { Db } from "../storage/db.ts";
+import { sql } from "../storage/sql.ts";
+import { claimJobs, completeJob, reapStaleJobs, startJob } from "./jobs.ts";
+import { advance, initialRunAt, scheduleDue } from "./scheduler.ts";
+
+describe("schedule arithmetic", () => {
+  it("starts within one interval and advances by whole intervals, skipping missed runs", () => {
+    const now = new Date("2026-01-01T00:00:00Z");
+    for (let i = 0; i < 100; i++) {
+      const t = initialRunAt(now, 60).getTime() - now.getTime();
+      expect(t).toBeGreaterThanOrEqual(0);
+      expect(t).toBeLessThan(60_000);
+    }
+    const due = new Date("2026-01-01T00:00:10Z");
+    expect(advance(due, 60, new Date("2026-01-01T00:00:11Z")).toISOString()).toBe("2026-01-01T00:01:10.000Z");
+    // Down for 5 minutes: the next run keeps the phase and lies in the future.
+    expect(advance(due, 60, new Date("2026-01-01T00:05:30Z")).toISOString()).toBe("2026-01-01T00:06:10.000Z");
+  });
+});
+
+describe("scheduler and dispatch (database)", () => {
+  let db: Db;
+  let clock = new Date("2026-01-01T00:00:00Z");
+  let ctx: AppContext;
+  beforeAll(async () => {
+    db = (await createTestDatabase()).db;
+    ctx = {
+      config: loadConfig({}),
+      db,
+      log: createLogger("silent"),
+      secretKey: Buffer.alloc(32),
+      now: () => clock,
+    };
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it("spreads 1,000 new checks over the interval, then batches the due ones into jobs once", async () => {
+    const names = Array.from({ length: 1000 }, (_, i) => `c${i}`);
+    await db.query(sql`INSERT INTO service_checks (name, check_type, target, port, interval_seconds)
+      SELECT n, 'tcp', '127.0.0.1', 80, 60 FROM unnest(${names}::text[]) n`);
+    expect(await scheduleDue(ctx)).toEqual({ jobs: 0, checks: 0 });
+    const spread = await db.one<{ lo: Date; hi: Date; seconds: number }>(sql`
+      SELECT min(next_run_at) AS lo, max(next_run_at) AS hi,
+             count(DISTINCT date_trunc('second', next_run_at))::int AS seconds FROM service_checks`);
+    expect(spread?.lo.getTime()).toBeGreaterThanOrEqual(clock.getTime());
+    expect(spread?.hi.getTime()).toBeLessThan(clock.getTime() + 60_000);
+    expect(spread?.seconds).toBeGreaterThan(50); // not all in the same instant
+
+    clock = new Date(clock.getTime() + 30_000);
+    const half = await scheduleDue(ctx);
+    expect(half.checks).toBeGreaterThan(300);
+    expect(half.checks).toBeLessThan(700);
+    clock = new Date(clock.getTime() + 30_001);
+    const rest = await scheduleDue(ctx);
+    expect(half.checks + rest.checks).toBe(1000);
+    const jobs = await db.many<{ check_count: number; status: string }>(
+      sql`SELECT check_count, status FROM poll_jobs`,
+    );
+    expect(jobs.every((j) => j.check_count <= 100 && j.status === "pending")).toBe(true);
+    expect(jobs.reduce((a, j) => a + j.check_count, 0)).toBe(1000);
+    // In flight: nothing is scheduled twice.
+    expect(await scheduleDue(ctx)).toEqual({ jobs: 0, checks: 0 });
+    const next = await db.one<{ lo: Date }>(sql`SELECT min(next_run_at) AS lo FROM service_checks`);
+    expect(next?.lo.getTime()).toBeGreaterThan(clock.getTime() - 1);
+  });
+
+  it("claims by priority, respects agent pinning, and retries a timed-out job", async () => {
+    await db.query(sql`DELETE FROM poll_jobs`);
+    await db.query(sql`UPDATE service_checks SET inflight_job_id = NULL, enabled = false`);
+    const [pinned] = await db.many<{ id: string }>(sql`
+      INSERT INTO service_checks (name, check_type, target, port, agent_uid, next_run_at)
+      VALUES ('pinned', 'tcp', '127.0.0.1', 80, 'agent-x', ${clock}) RETURNING id`);
+    expect((await scheduleDue(ctx)).jobs).toBe(1);
+    expect(await claimJobs(ctx, { gatewayId: "gw", agentUids: ["agent-y"], max: 10 })).toEqual([]);
+    const [job] = await claimJobs(ctx, { gatewayId: "gw", agentUids: ["agent-x"], max: 10 });
+    expect(job?.checks.map((c) => c.id)).toEqual([pinned?.id]);
+    await startJob(ctx, job?.id as string, "agent-x");
+    clock = new Date(clock.getTime() + 3600_000);
+    expect((await reapStaleJobs(ctx)).timedOut).toBe(1);
+    const retried = await db.one<{ status: string; retry_count: number; agent_id: string | null }>(
+      sql`SELECT status, retry_count, agent_id FROM poll_jobs WHERE id = ${job?.id}`,
+    );
+    expect(retried).toEqual({ status: "pending", retry_count: 1, agent_id: null });
+    clock = new Date(clock.getTime() + 60_000);
+    const [again] = await claimJobs(ctx, { gatewayId: "gw", agentUids: ["agent-x"], max: 10 });
+    expect(again?.id).toBe(job?.id);
+    await completeJob(ctx, again?.id as string, {
+      agentId: "agent-x",
+      results: [{ check_id: pinned?.id, status: "critical", response_time_ms: null, error: "boom" }],
+    });
+    const check = await db.one<{
+      last_result: string;
+      consecutive_failures: number;
+      inflight_job_id: string | null;
+    }>(
+      sql`SELECT last_result, consecutive_failures, inflight_job_id FROM service_checks WHERE id = ${pinned?.id}`,
+    );
+    expect(check).toEqual({ last_result: "critical", consecutive_failures: 1, inflight_job_id: null });
+  });
+});

@@ -1,0 +1,236 @@
+/**
+ * The scheduler: turns due service checks into poll jobs. Leader-only (one replica holds the
+ * advisory lock), idempotent per tick. Every check carries `next_run_at`, first set to a
+ * random point within one interval of its creation (jitter), then advanced by whole intervals
+ * so checks keep their phase: 10,000 checks on one interval spread over the whole interval.
+ */
+import { randomUUID } from "node:crypto";
+import type { AppContext } from "../kernel/context.ts";
+import type { Queryable } from "../storage/db.ts";
+import { sql } from "../storage/sql.ts";
+import { expandCidrs } from "./sweep.ts";
+
+export const SCHEDULER_LOCK_KEY = 0x6e65746d6f6e0600n;
+
+/** Checks per poll job (one job is one unit of work for one agent). */
+export const DEFAULT_BATCH = 100;
+
+/** A random start within one interval: where a new (or re-enabled) check first runs. */
+export function initialRunAt(now: Date, intervalSeconds: number, rand = Math.random): Date {
+  return new Date(now.getTime() + Math.floor(rand() * intervalSeconds * 1000));
+}
+
+/**
+ * The next due time after a run that was due at `due`: whole intervals later, skipping any
+ * the scheduler missed (a core outage does not cause a burst of catch-up runs).
+ */
+export function advance(due: Date, intervalSeconds: number, now: Date): Date {
+  const step = intervalSeconds * 1000;
+  let next = due.getTime() + step;
+  if (next <= now.getTime()) next += Math.ceil((now.getTime() - next + 1) / step) * step;
+  return new Date(next);
+}
+
+interface DueRow {
+  [k: string]: unknown;
+  id: string;
+  interval_seconds: number;
+  timeout_seconds: number;
+  schedule_id: string | null;
+  agent_uid: string | null;
+  next_run_at: Date | null;
+}
+
+async function autoSchedule(
+  tx: Queryable,
+  intervalSeconds: number,
+): Promise<{ id: string; name: string; priority: number }> {
+  const name = `auto:${intervalSeconds}s`;
+  const existing = await tx.one<{ id: string; name: string; priority: number }>(
+    sql`SELECT id, name, priority FROM polling_schedules WHERE name = ${name}`,
+  );
+  if (existing) return existing;
+  const row = await tx.one<{ id: string; name: string; priority: number }>(sql`
+    INSERT INTO polling_schedules (name, description, schedule_type, interval_seconds, is_automatic)
+    VALUES (${name}, ${`Checks every ${intervalSeconds}s without an explicit schedule`}, 'interval', ${intervalSeconds}, true)
+    ON CONFLICT (name) DO UPDATE SET updated_at = polling_schedules.updated_at
+    RETURNING id, name, priority`);
+  return row as { id: string; name: string; priority: number };
+}
+
+export interface TickResult {
+  jobs: number;
+  checks: number;
+}
+
+/** Create poll jobs for every due check. Runs in one transaction; safe to call concurrently. */
+export async function scheduleDue(
+  ctx: AppContext,
+  opts: { batch?: number; limit?: number } = {},
+): Promise<TickResult> {
+  const now = ctx.now();
+  const batch = opts.batch ?? DEFAULT_BATCH;
+  // Bounded per tick: one tick is one transaction, and on PGlite it holds the only connection.
+  const limit = opts.limit ?? 2000;
+  return ctx.db.transaction(async (tx) => {
+    // Checks never scheduled (created outside the API, or just enabled): give them a phase.
+    const fresh = await tx.many<{ id: string; interval_seconds: number }>(sql`
+      SELECT id, interval_seconds FROM service_checks
+      WHERE enabled AND next_run_at IS NULL LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
+    if (fresh.length > 0) {
+      // A random phase within one interval (the same spread as initialRunAt()).
+      await tx.query(sql`
+        UPDATE service_checks SET next_run_at = ${now}::timestamptz + make_interval(secs => floor(random() * interval_seconds * 1000) / 1000)
+        WHERE id = ANY(${fresh.map((f) => f.id)}::uuid[])`);
+    }
+    const sweepJobs = await scheduleSweeps(tx, now);
+    const due = await tx.many<DueRow>(sql`
+      SELECT id, interval_seconds, timeout_seconds, schedule_id, agent_uid, next_run_at FROM service_checks
+      WHERE enabled AND inflight_job_id IS NULL AND next_run_at <= ${now}
+      ORDER BY next_run_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
+    if (due.length === 0) return { jobs: sweepJobs, checks: 0 };
+
+    const schedules = new Map<string, { id: string; name: string; priority: number; timeout: number }>();
+    const explicitIds = [...new Set(due.map((d) => d.schedule_id).filter((s): s is string => !!s))];
+    if (explicitIds.length > 0) {
+      const rows = await tx.many<{
+        id: string;
+        name: string;
+        priority: number;
+        timeout_seconds: number;
+        enabled: boolean;
+      }>(
+        sql`SELECT id, name, priority, timeout_seconds, enabled FROM polling_schedules WHERE id = ANY(${explicitIds}::uuid[])`,
+      );
+      for (const r of rows)
+        if (r.enabled)
+          schedules.set(r.id, { id: r.id, name: r.name, priority: r.priority, timeout: r.timeout_seconds });
+    }
+    // Group: (schedule, pinned agent) → checks, then split into batches.
+    const autoCache = new Map<
+      number,
+      { id: string; name: string; priority: number; timeout: number | null }
+    >();
+    const groups = new Map<
+      string,
+      {
+        schedule: { id: string; name: string; priority: number; timeout: number | null };
+        agent: string | null;
+        checks: DueRow[];
+      }
+    >();
+    for (const d of due) {
+      let schedule: { id: string; name: string; priority: number; timeout: number | null } | undefined =
+        d.schedule_id ? schedules.get(d.schedule_id) : undefined;
+      if (d.schedule_id && !schedule) {
+        // Disabled schedule: skip this round, keep the phase.
+        await tx.query(
+          sql`UPDATE service_checks SET next_run_at = ${advance(d.next_run_at ?? now, d.interval_seconds, now)} WHERE id = ${d.id}`,
+        );
+        continue;
+      }
+      if (!schedule) {
+        let auto = autoCache.get(d.interval_seconds);
+        if (!auto) {
+          auto = { ...(await autoSchedule(tx, d.interval_seconds)), timeout: null };
+          autoCache.set(d.interval_seconds, auto);
+        }
+        schedule = auto;
+      }
+      const key = `${schedule.id}|${d.agent_uid ?? ""}`;
+      const g = groups.get(key) ?? { schedule, agent: d.agent_uid, checks: [] };
+      g.checks.push(d);
+      groups.set(key, g);
+    }
+    let jobs = 0;
+    let checks = 0;
+    for (const g of groups.values()) {
+      for (let i = 0; i < g.checks.length; i += batch) {
+        const part = g.checks.slice(i, i + batch);
+        const id = randomUUID();
+        const ids = part.map((p) => p.id);
+        const maxTimeout = Math.max(...part.map((p) => p.timeout_seconds));
+        const timeout = Math.max(g.schedule.timeout ?? 0, maxTimeout + 5);
+        const dueAt = part.reduce(
+          (m, p) => Math.min(m, (p.next_run_at ?? now).getTime()),
+          Number.POSITIVE_INFINITY,
+        );
+        await tx.query(sql`
+          INSERT INTO poll_jobs (id, schedule_id, schedule_name, status, check_count, check_ids, priority,
+                                 timeout_seconds, target_agent_uid, available_at, inserted_at, updated_at, metadata)
+          VALUES (${id}, ${g.schedule.id}, ${g.schedule.name}, 'pending', ${part.length}, ${ids}::uuid[],
+                  ${g.schedule.priority}, ${timeout}, ${g.agent}, ${now}, ${now}, ${now},
+                  ${JSON.stringify({ due_at: new Date(dueAt).toISOString() })}::jsonb)`);
+        // Advance each check by whole intervals from its own due time (keeps the spread).
+        // Same rule as advance(): whole intervals after the due time, strictly after now.
+        await tx.query(sql`
+          UPDATE service_checks SET inflight_job_id = ${id},
+            next_run_at = next_run_at + make_interval(secs => interval_seconds *
+              (floor(extract(epoch FROM (${now}::timestamptz - next_run_at)) / interval_seconds) + 1))
+          WHERE id = ANY(${ids}::uuid[])`);
+        jobs++;
+        checks += part.length;
+      }
+    }
+    const touched = [...new Set([...groups.values()].map((g) => g.schedule.id))];
+    if (touched.length > 0) {
+      await tx.query(
+        sql`UPDATE polling_schedules SET last_executed_at = ${now} WHERE id = ANY(${touched}::uuid[])`,
+      );
+    }
+    return { jobs: jobs + sweepJobs, checks };
+  });
+}
+
+/** Due network sweeps become poll jobs of kind "sweep" (no checks; the sweep travels in metadata). */
+async function scheduleSweeps(tx: Queryable, now: Date): Promise<number> {
+  const sweeps = await tx.many<{
+    id: string;
+    name: string;
+    cidrs: string[];
+    ports: number[];
+    interval_seconds: number;
+    rate_per_second: number;
+    partition: string;
+    agent_uid: string | null;
+  }>(sql`
+    SELECT id, name, cidrs, ports, interval_seconds, rate_per_second, "partition", agent_uid FROM network_sweeps
+    WHERE enabled AND inflight_job_id IS NULL AND (next_run_at IS NULL OR next_run_at <= ${now})
+    LIMIT 100 FOR UPDATE SKIP LOCKED`);
+  if (sweeps.length === 0) return 0;
+  const name = "auto:sweeps";
+  const schedule =
+    (await tx.one<{ id: string }>(sql`SELECT id FROM polling_schedules WHERE name = ${name}`)) ??
+    (await tx.one<{ id: string }>(sql`
+      INSERT INTO polling_schedules (name, description, schedule_type, is_automatic) VALUES (${name}, 'Network sweeps', 'manual', true)
+      ON CONFLICT (name) DO UPDATE SET updated_at = polling_schedules.updated_at RETURNING id`));
+  for (const w of sweeps) {
+    let addresses = 0;
+    try {
+      addresses = expandCidrs(w.cidrs).length;
+    } catch {
+      await tx.query(
+        sql`UPDATE network_sweeps SET enabled = false, last_summary = ${JSON.stringify({ error: "invalid CIDRs" })}::jsonb WHERE id = ${w.id}`,
+      );
+      continue;
+    }
+    const seconds = Math.ceil((addresses * (1 + w.ports.length)) / w.rate_per_second) + 30;
+    const id = randomUUID();
+    const sweep = {
+      id: w.id,
+      name: w.name,
+      cidrs: w.cidrs,
+      ports: w.ports,
+      rate_per_second: w.rate_per_second,
+      partition: w.partition,
+    };
+    await tx.query(sql`
+      INSERT INTO poll_jobs (id, schedule_id, schedule_name, status, check_count, check_ids, timeout_seconds, target_agent_uid,
+                             available_at, inserted_at, updated_at, metadata)
+      VALUES (${id}, ${schedule?.id}, ${name}, 'pending', 0, '{}', ${seconds}, ${w.agent_uid}, ${now}, ${now}, ${now},
+              ${JSON.stringify({ kind: "sweep", sweep, due_at: now.toISOString() })}::jsonb)`);
+    await tx.query(sql`UPDATE network_sweeps SET inflight_job_id = ${id},
+      next_run_at = ${new Date(now.getTime() + w.interval_seconds * 1000)} WHERE id = ${w.id}`);
+  }
+  return sweeps.length;
+}

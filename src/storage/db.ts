@@ -1,0 +1,64 @@
+import type { SqlFragment, SqlQuery } from "./sql.ts";
+
+export type Row = Record<string, unknown>;
+
+export interface QueryResult<T extends Row = Row> {
+  rows: T[];
+  rowCount: number;
+}
+
+/** Anything that runs queries: the database itself or an open transaction. */
+export interface Queryable {
+  query<T extends Row = Row>(
+    q: SqlFragment | SqlQuery | string,
+    values?: readonly unknown[],
+  ): Promise<QueryResult<T>>;
+  /** First row or undefined. */
+  one<T extends Row = Row>(
+    q: SqlFragment | SqlQuery | string,
+    values?: readonly unknown[],
+  ): Promise<T | undefined>;
+  many<T extends Row = Row>(q: SqlFragment | SqlQuery | string, values?: readonly unknown[]): Promise<T[]>;
+}
+
+export type Tx = Queryable;
+
+/** A single held connection that can also run multi-statement scripts (migrations). */
+export interface Session extends Queryable {
+  script(text: string): Promise<void>;
+}
+
+export type DbKind = "pglite" | "postgres";
+
+/**
+ * The one storage interface. Both backends run the same SQL (the common subset of
+ * PostgreSQL 15 and 18) with the same type parsing:
+ * int8 → number, numeric → string, timestamptz → Date, json/jsonb → parsed value, arrays → arrays.
+ */
+export interface Db extends Queryable {
+  readonly kind: DbKind;
+  /** Run `fn` in a transaction; commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * Hold a session-level advisory lock for the duration of `fn`, on one connection.
+   * Used by migrations and leader-only jobs.
+   */
+  withAdvisoryLock<T>(key: bigint, fn: (conn: Session) => Promise<T>): Promise<T>;
+  /**
+   * Try to take a session-level advisory lock without waiting; returns a release function
+   * or null when another session holds it. The lock lives as long as the connection is held.
+   */
+  tryAdvisoryLock(key: bigint): Promise<(() => Promise<void>) | null>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class DatabaseLockedError extends Error {
+  constructor(dir: string) {
+    super(
+      `the data directory ${dir} is in use by another netmon process (is the server running?). ` +
+        "Stop it first, or set DATABASE_URL to use PostgreSQL, which allows concurrent access.",
+    );
+    this.name = "DatabaseLockedError";
+  }
+}

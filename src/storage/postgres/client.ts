@@ -1,0 +1,161 @@
+import pg from "pg";
+import type { Db, QueryResult, Session, Tx } from "../db.ts";
+import { DbError } from "../db-error.ts";
+import { BaseQueryable, FnQueryable, FnSession } from "../queryable.ts";
+import type { SqlQuery } from "../sql.ts";
+
+// Same type parsing as PGlite: int8 as number (counts, ids within 2^53), the rest as pg defaults.
+const types = {
+  getTypeParser(oid: number, format?: "text" | "binary") {
+    if (oid === 20) return (v: string) => Number(v);
+    if (oid === 1016) return (v: string) => pg.types.arrayParser(v, Number);
+    return pg.types.getTypeParser(oid, format);
+  },
+} as pg.CustomTypesConfig;
+
+function wrap(err: unknown): DbError {
+  const e = err as { message?: string; code?: string; detail?: string; constraint?: string };
+  return new DbError(e.message ?? String(err), { code: e.code, detail: e.detail, constraint: e.constraint });
+}
+
+async function runOn(client: pg.ClientBase | pg.Pool, q: SqlQuery): Promise<QueryResult> {
+  try {
+    const res: pg.QueryResult | pg.QueryResult[] = await client.query({
+      text: q.text,
+      values: q.values as unknown[],
+      types,
+    });
+    // A multi-statement script (simple protocol) answers one result per statement.
+    const r = Array.isArray(res) ? (res[res.length - 1] ?? { rows: [], rowCount: 0 }) : res;
+    return { rows: r.rows ?? [], rowCount: r.rowCount ?? r.rows?.length ?? 0 };
+  } catch (err) {
+    throw wrap(err);
+  }
+}
+
+export interface PostgresOptions {
+  connectionString: string;
+  poolSize?: number;
+  /** Schema to put first on the search_path (tests isolate themselves this way). */
+  schema?: string;
+  applicationName?: string;
+}
+
+/** PostgreSQL through a connection pool. */
+export class PostgresDb extends BaseQueryable implements Db {
+  readonly kind = "postgres" as const;
+  readonly pool: pg.Pool;
+
+  private constructor(opts: PostgresOptions) {
+    super();
+    this.pool = new pg.Pool({
+      connectionString: opts.connectionString,
+      max: opts.poolSize ?? 10,
+      application_name: opts.applicationName ?? "netmon",
+      connectionTimeoutMillis: 10_000,
+      options: opts.schema ? `-c search_path=${opts.schema},public` : undefined,
+    });
+    // An idle client losing its connection must not crash the process; the pool replaces it.
+    this.pool.on("error", () => {});
+  }
+
+  static async open(opts: PostgresOptions): Promise<PostgresDb> {
+    const db = new PostgresDb(opts);
+    try {
+      await db.ping();
+    } catch (err) {
+      await db.pool.end().catch(() => {});
+      throw err;
+    }
+    return db;
+  }
+
+  protected run(q: SqlQuery): Promise<QueryResult> {
+    return runOn(this.pool, q);
+  }
+
+  async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    const client = await this.connect();
+    try {
+      await runOn(client, { text: "BEGIN", values: [] });
+      const result = await fn(new FnQueryable((q) => runOn(client, q)));
+      await runOn(client, { text: "COMMIT", values: [] });
+      return result;
+    } catch (err) {
+      await runOn(client, { text: "ROLLBACK", values: [] }).catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async withAdvisoryLock<T>(key: bigint, fn: (conn: Session) => Promise<T>): Promise<T> {
+    const client = await this.connect();
+    try {
+      await runOn(client, { text: "SELECT pg_advisory_lock($1)", values: [key.toString()] });
+      try {
+        return await fn(
+          new FnSession(
+            (q) => runOn(client, q),
+            async (text) => {
+              // No parameters: pg uses the simple protocol, which accepts several statements.
+              await runOn(client, { text, values: [] });
+            },
+          ),
+        );
+      } finally {
+        await runOn(client, { text: "SELECT pg_advisory_unlock($1)", values: [key.toString()] }).catch(
+          () => {},
+        );
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  async tryAdvisoryLock(key: bigint): Promise<(() => Promise<void>) | null> {
+    const client = await this.connect();
+    try {
+      const r = await runOn(client, {
+        text: "SELECT pg_try_advisory_lock($1) AS ok",
+        values: [key.toString()],
+      });
+      if (r.rows[0]?.ok !== true) {
+        client.release();
+        return null;
+      }
+    } catch (err) {
+      client.release();
+      throw err;
+    }
+    let released = false;
+    return async () => {
+      if (released) return;
+      released = true;
+      await runOn(client, { text: "SELECT pg_advisory_unlock($1)", values: [key.toString()] }).catch(
+        () => {},
+      );
+      client.release();
+    };
+  }
+
+  private async connect(): Promise<pg.PoolClient> {
+    try {
+      return await this.pool.connect();
+    } catch (err) {
+      throw wrap(err);
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.query("SELECT 1");
+  }
+
+  private closed = false;
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
