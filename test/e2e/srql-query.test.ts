@@ -222,7 +222,7 @@ describe("SRQL POST /api/query", () => {
       const HOUR = 3_600_000;
       const DAY = 24 * HOUR;
       const at = (minutes: number) => seed.now - minutes * 60_000;
-      const groups = <T,>(points: { t: number; series: string; v: T }[], width: number) => {
+      const groups = <T>(points: { t: number; series: string; v: T }[], width: number) => {
         const out = new Map<string, { bucket: number; series: string; vs: T[] }>();
         for (const p of points) {
           const bucket = Math.floor(p.t / width);
