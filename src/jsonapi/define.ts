@@ -173,6 +173,8 @@ export interface OperationContext {
   resource: ResourceDecl;
   /** Path parameters of the route. */
   params: PathParams;
+  /** On create: the client-chosen id (`data.id` or the id attribute), when the resource takes one. */
+  clientId?: string;
 }
 
 /** The record as handlers see it: attribute names → values, plus `id`, plus `_row` (raw columns). */
@@ -184,7 +186,11 @@ export type RecordView = Record<string, unknown> & { id: string; _row: Row };
  * actions that do not answer a resource (e.g. the k8s probe endpoints).
  */
 // biome-ignore lint/suspicious/noConfusingVoidType: handlers may simply return nothing (async () => {}).
-export type HandlerResult = void | undefined | { id: string } | { raw: unknown; status?: number };
+export type HandlerResult =
+  | void
+  | undefined
+  | { id: string; status?: number }
+  | { raw: unknown; status?: number };
 
 /** Argument of an operation (accepted in `data.attributes`, or directly under `data` for generic actions). */
 export type ArgumentDecl = Omit<
@@ -218,6 +224,17 @@ export interface CreateActionDecl {
   ) => Promise<HandlerResult>;
   /** HTTP status on success (default 201). */
   status?: number;
+  /**
+   * Called instead of the INSERT when a record with the client-chosen id already exists (locked
+   * FOR UPDATE in the transaction). Return a result to answer with it (default status 200:
+   * e.g. a gateway re-registering itself after a restart), or null for the usual 409 conflict.
+   */
+  onExisting?: (
+    c: OperationContext,
+    actor: Actor,
+    existing: RecordView,
+    input: Record<string, unknown>,
+  ) => Promise<HandlerResult | null>;
 }
 
 export interface UpdateActionDecl {

@@ -1,6 +1,7 @@
 /**
- * Control-plane endpoints on the core (`/api/control/v1`): what a `netmon gateway` process
- * calls with its gateway credential. Access `{controlPlane: true}` and the per-credential
+ * Control-plane endpoints on the core (`/api/control/v1`): the job protocol (claim long-poll,
+ * start, results, fail), host metrics and whoami — what a `netmon gateway` process calls with
+ * its gateway credential besides the v2 lifecycle routes (`/api/v2/gateways`, `/api/v2/agents`). Access `{controlPlane: true}` and the per-credential
  * `control` budget, never the per-IP `api_default` budget. A gateway credential acts only as
  * the gateway named in it; admins may act for any.
  */
@@ -8,7 +9,6 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Actor } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { ForbiddenError, InvalidRequestError } from "../kernel/errors.ts";
-import { agentOperation, gatewayOperation, registerAgent, registerGateway } from "./fleet.ts";
 import { recordHostMetrics } from "./host-metrics.ts";
 import { claimJobsWait, completeJob, failJob, startJob } from "./jobs.ts";
 import { CONTROL_PREFIX } from "./runtime/links.ts";
@@ -50,15 +50,6 @@ function gatewayOf(actor: Actor | null, requested: string): string {
   return requested;
 }
 
-const GATEWAY_OPS = new Set(["heartbeat", "start_draining", "finish_draining", "degrade", "restore_health"]);
-const AGENT_OPS = new Set([
-  "establish_connection",
-  "heartbeat",
-  "degrade",
-  "restore_health",
-  "lose_connection",
-]);
-
 export function registerControlRoutes(app: FastifyInstance, ctx: AppContext): void {
   const p = CONTROL_PREFIX;
 
@@ -66,51 +57,6 @@ export function registerControlRoutes(app: FastifyInstance, ctx: AppContext): vo
   app.get(`${p}/whoami`, { config }, async (req) => {
     const a = req.actor as Actor;
     return { kind: a.kind, id: a.id, name: a.id.replace(/^(gateway|agent):/, "") };
-  });
-
-  app.post(`${p}/gateways`, { config }, async (req, reply) => {
-    const b = body(req);
-    const id = gatewayOf(req.actor, str(b, "id") as string);
-    const row = await registerGateway(ctx, id, {
-      component_id: str(b, "component_id", false),
-      metadata: (b.metadata as Record<string, unknown>) ?? {},
-      created_by: req.actor?.id,
-    });
-    return reply.code(201).send({ gateway: row });
-  });
-
-  app.post<{ Params: { id: string; op: string } }>(`${p}/gateways/:id/:op`, { config }, async (req) => {
-    const id = gatewayOf(req.actor, req.params.id);
-    if (!GATEWAY_OPS.has(req.params.op))
-      throw new InvalidRequestError(`unknown gateway operation ${req.params.op}`);
-    const b = body(req);
-    return { gateway: await gatewayOperation(ctx, id, req.params.op as "heartbeat", b as never) };
-  });
-
-  app.post(`${p}/agents`, { config }, async (req, reply) => {
-    const b = body(req);
-    const gatewayId = gatewayOf(req.actor, str(b, "gateway_id") as string);
-    const uid = str(b, "uid") as string;
-    const caps = Array.isArray(b.capabilities) ? b.capabilities.map(String).slice(0, 64) : [];
-    const row = await registerAgent(ctx, uid, {
-      name: str(b, "name", false),
-      gateway_id: gatewayId,
-      capabilities: caps,
-      host: str(b, "host", false),
-      version: str(b, "version", false),
-    });
-    return reply.code(201).send({ agent: row });
-  });
-
-  app.post<{ Params: { uid: string; op: string } }>(`${p}/agents/:uid/:op`, { config }, async (req) => {
-    if (req.actor?.kind === "agent")
-      throw new ForbiddenError("agent credentials talk to their gateway, not the core");
-    if (!AGENT_OPS.has(req.params.op))
-      throw new InvalidRequestError(`unknown agent operation ${req.params.op}`);
-    const b = body(req);
-    if (req.params.op === "establish_connection" && typeof b.gateway_id === "string")
-      gatewayOf(req.actor, b.gateway_id);
-    return { agent: await agentOperation(ctx, req.params.uid, req.params.op as "heartbeat", b as never) };
   });
 
   app.post(`${p}/jobs/claim`, { config }, async (req) => {

@@ -66,26 +66,41 @@ export async function registerGateway(
                 ${JSON.stringify(attrs.metadata ?? {})}::jsonb, ${attrs.created_by ?? null}, true, ${now})
         RETURNING *`)) as Record<string, unknown>;
     }
-    const healthy = { is_healthy: true, last_seen: now, status_reason: null };
-    switch (existing.status) {
-      case "inactive":
-        return apply(tx, GW, id, "activate", healthy, now);
-      case "draining":
-        await apply(tx, GW, id, "go_offline", {}, now);
-        await apply(tx, GW, id, "recover", {}, now);
-        return apply(tx, GW, id, "restore_health", healthy, now);
-      case "offline":
-        await apply(tx, GW, id, "recover", {}, now);
-        return apply(tx, GW, id, "restore_health", healthy, now);
-      case "degraded":
-      case "recovering":
-        return apply(tx, GW, id, "restore_health", healthy, now);
-      case "maintenance":
-        return apply(tx, GW, id, "heartbeat", { last_seen: now }, now);
-      default:
-        return apply(tx, GW, id, "heartbeat", { last_seen: now, is_healthy: true }, now);
-    }
+    return reRegisterGateway(tx, id, existing.status, now);
   });
+}
+
+/**
+ * A known gateway registers again (its process restarted): walk the gateway state machine
+ * back to healthy from wherever it is. Shared by the embedded link and by
+ * `POST /api/v2/gateways` from the gateway's own credential. The row must be locked.
+ */
+export async function reRegisterGateway(
+  tx: Queryable,
+  id: string,
+  status: string,
+  now: Date,
+): Promise<Record<string, unknown>> {
+  const healthy = { is_healthy: true, last_seen: now, status_reason: null };
+  switch (status) {
+    case "inactive":
+      return apply(tx, GW, id, "activate", healthy, now);
+    case "draining":
+      await apply(tx, GW, id, "go_offline", {}, now);
+      await apply(tx, GW, id, "recover", {}, now);
+      return apply(tx, GW, id, "restore_health", healthy, now);
+    case "offline":
+      await apply(tx, GW, id, "recover", {}, now);
+      return apply(tx, GW, id, "restore_health", healthy, now);
+    case "degraded":
+    case "recovering":
+      return apply(tx, GW, id, "restore_health", healthy, now);
+    case "maintenance":
+      // An operator put it in maintenance: coming back does not end that.
+      return apply(tx, GW, id, "heartbeat", { last_seen: now }, now);
+    default:
+      return apply(tx, GW, id, "heartbeat", { last_seen: now, is_healthy: true }, now);
+  }
 }
 
 export async function gatewayOperation(
@@ -120,13 +135,7 @@ export async function gatewayOperation(
 export async function registerAgent(
   ctx: AppContext,
   uid: string,
-  attrs: {
-    name?: string;
-    gateway_id?: string | null;
-    capabilities?: string[];
-    host?: string;
-    version?: string;
-  } = {},
+  attrs: AgentRegistration = {},
 ): Promise<Record<string, unknown>> {
   const now = ctx.now();
   return ctx.db.transaction(async (tx) => {
@@ -142,31 +151,68 @@ export async function registerAgent(
                 ${now}, ${now}, ${now}, ${now}, 'remote')
         RETURNING *`)) as Record<string, unknown>;
     }
-    const set = {
-      last_seen_time: now,
-      capabilities: attrs.capabilities ?? [],
-      ...(attrs.host ? { host: attrs.host } : {}),
-    };
-    switch (existing.status) {
-      case "disconnected":
-        return apply(tx, AG, uid, "reconnect", set, now);
-      case "unavailable":
-        return apply(tx, AG, uid, "recover", set, now);
-      case "connected":
-      case "degraded":
-        // Restarted without a clean disconnect: drop the old connection first.
-        await apply(tx, AG, uid, "lose_connection", {}, now);
-        return apply(tx, AG, uid, "reconnect", set, now);
-      default:
-        return apply(tx, AG, uid, "heartbeat", set, now);
-    }
+    return reRegisterAgent(tx, uid, existing.status, attrs, now);
   });
+}
+
+export interface AgentRegistration {
+  name?: string;
+  gateway_id?: string | null;
+  capabilities?: string[];
+  host?: string;
+  version?: string;
+}
+
+/**
+ * A known agent registers again (restart, or a new gateway): it ends `connecting`, through
+ * the internal `reconnect`/`recover` transitions (a connected one first loses its old
+ * connection). Shared by the embedded link and `POST /api/v2/agents` from a control-plane
+ * credential. The row must be locked.
+ */
+export async function reRegisterAgent(
+  tx: Queryable,
+  uid: string,
+  status: string,
+  attrs: AgentRegistration,
+  now: Date,
+): Promise<Record<string, unknown>> {
+  const set: Record<string, unknown> = {
+    last_seen_time: now,
+    ...(attrs.capabilities ? { capabilities: attrs.capabilities } : {}),
+    ...(attrs.host ? { host: attrs.host } : {}),
+    ...(attrs.version ? { version: attrs.version } : {}),
+    ...(attrs.gateway_id ? { gateway_id: attrs.gateway_id } : {}),
+  };
+  switch (status) {
+    case "disconnected":
+      return apply(tx, AG, uid, "reconnect", set, now);
+    case "unavailable":
+      return apply(tx, AG, uid, "recover", set, now);
+    case "connected":
+    case "degraded":
+      // Restarted without a clean disconnect: drop the old connection first.
+      await apply(tx, AG, uid, "lose_connection", {}, now);
+      return apply(tx, AG, uid, "reconnect", set, now);
+    default:
+      return apply(tx, AG, uid, "heartbeat", set, now);
+  }
+}
+
+/**
+ * The internal `restore_health` transition: a degraded agent whose heartbeat reports it
+ * healthy again is connected again (the v2 surface has no route for it; spec §3).
+ */
+export async function restoreAgentIfHealthy(tx: Queryable, uid: string, now: Date): Promise<void> {
+  const row = await tx.one<{ status: string; is_healthy: boolean }>(
+    sql`SELECT status, is_healthy FROM agents WHERE uid = ${uid} FOR UPDATE`,
+  );
+  if (row?.status === "degraded" && row.is_healthy) await apply(tx, AG, uid, "restore_health", {}, now);
 }
 
 export async function agentOperation(
   ctx: AppContext,
   uid: string,
-  op: "establish_connection" | "heartbeat" | "degrade" | "restore_health" | "lose_connection",
+  op: "establish_connection" | "heartbeat" | "degrade" | "lose_connection",
   input: { gateway_id?: string; is_healthy?: boolean; capabilities?: string[] } = {},
 ): Promise<Record<string, unknown>> {
   const now = ctx.now();
@@ -183,9 +229,12 @@ export async function agentOperation(
     if (input.capabilities) set.capabilities = input.capabilities;
   }
   if (op === "degrade") set.is_healthy = false;
-  if (op === "restore_health") Object.assign(set, { is_healthy: true, last_seen_time: now });
   if (op === "lose_connection") set.gateway_id = null;
-  return ctx.db.transaction((tx) => apply(tx, AG, uid, op, set, now));
+  return ctx.db.transaction(async (tx) => {
+    const row = await apply(tx, AG, uid, op, set, now);
+    if (op === "heartbeat" && input.is_healthy === true) await restoreAgentIfHealthy(tx, uid, now);
+    return row;
+  });
 }
 
 /**

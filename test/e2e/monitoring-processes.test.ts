@@ -230,7 +230,8 @@ describe("core, gateway and agent as separate processes", () => {
       const r = await api("GET", "/gateways/gw-e2e");
       return r.status === 200 ? r.doc.data.attributes : null;
     }, "the gateway");
-    expect(gw).toMatchObject({ status: "healthy", is_healthy: true });
+    // Registered through POST /api/v2/gateways by its own credential.
+    expect(gw).toMatchObject({ status: "healthy", is_healthy: true, created_by: "gateway:gw-e2e" });
     const ag = await waitFor(async () => {
       const r = await api("GET", "/agents?filter[uid][eq]=agent-a");
       return r.doc.data[0]?.attributes.status === "connected" ? r.doc.data[0].attributes : null;

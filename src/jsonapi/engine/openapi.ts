@@ -307,6 +307,12 @@ export function buildOpenApi(
           : { description: "Success", content: { [MEDIA]: { schema: success } } },
       default: { $ref: "#/components/responses/errors" },
     };
+    if (spec.kind === "create" && res.actions?.create?.onExisting) {
+      responses["200"] = {
+        description: "Already registered: the existing record, re-registered (see the operation description)",
+        content: { [MEDIA]: { schema: success } },
+      };
+    }
     const operation: Record<string, unknown> = {
       tags: [tag],
       operationId: spec.operationId,

@@ -175,6 +175,23 @@ export interface WriteRequest {
   baseUrl: string;
 }
 
+function clientIdOf(
+  res: ResourceDecl,
+  body: JsonApiBody,
+  input: Record<string, unknown>,
+): string | undefined {
+  const gen = res.id.generate ?? "db";
+  const id = gen === "client" ? body.data?.id : typeof gen === "object" ? input[gen.attribute] : undefined;
+  return typeof id === "string" && id !== "" ? id : undefined;
+}
+
+/** The record a create would collide with (client-chosen ids only), locked for the transaction. */
+async function existingRecord(c: OperationContext, actor: Actor, inTx: boolean): Promise<RecordView | null> {
+  if (c.clientId === undefined) return null;
+  const row = await loadRow(c.tx, c.resource, c.clientId, actor, c.now, inTx);
+  return row ? recordView(c.resource, row) : null;
+}
+
 export async function runCreate(w: WriteRequest): Promise<WriteOutcome> {
   const { app, res, actor, body } = w;
   const action = res.actions?.create;
@@ -184,11 +201,33 @@ export async function runCreate(w: WriteRequest): Promise<WriteOutcome> {
   const now = app.now();
   let raw: { raw: unknown; status?: number } | null = null;
   let event: HookEvent | null = null;
-  const out = await runIn(app, action.transaction !== false, async (tx) => {
-    const c: OperationContext = { app, tx, now, resource: res, params: w.params };
+  let status = action.status ?? 201;
+  const out = await runIn(app, action.transaction !== false, async (tx, inTx) => {
+    const c: OperationContext = {
+      app,
+      tx,
+      now,
+      resource: res,
+      params: w.params,
+      clientId: clientIdOf(res, body, input),
+    };
     await res.hooks?.beforeCreate?.(c, actor, input);
     let id: string | null = null;
-    if (action.handler) {
+    const existing = action.onExisting ? await existingRecord(c, actor, inTx) : null;
+    if (existing && action.onExisting) {
+      const r = await action.onExisting(c, actor, existing, input);
+      if (r !== null) {
+        if (isRaw(r)) {
+          raw = r;
+          return null;
+        }
+        id = resultId(r, existing.id);
+        status = (r && typeof r === "object" && r.status) || 200;
+      }
+    }
+    if (id !== null) {
+      // Answered by onExisting: no INSERT.
+    } else if (action.handler) {
       const r = await action.handler(c, actor, null, input);
       if (isRaw(r)) {
         raw = r;
@@ -227,7 +266,7 @@ export async function runCreate(w: WriteRequest): Promise<WriteOutcome> {
       );
       id = idOf(res, row as Row);
     }
-    const after = await loadRow(tx, res, id, actor, now);
+    const after = await loadRow(tx, res, id as string, actor, now);
     event = {
       action: "create",
       operation: "create",
@@ -235,13 +274,13 @@ export async function runCreate(w: WriteRequest): Promise<WriteOutcome> {
       before: null,
     };
     await res.hooks?.afterWrite?.(c, actor, event);
-    return respond(app, tx, res, id, actor, w.baseUrl);
+    return respond(app, tx, res, id as string, actor, w.baseUrl);
   }).catch((err) => {
     throw mapDbError(err);
   });
   if (event) await afterCommit(app, res, actor, event);
   if (raw) return { status: (raw as { status?: number }).status ?? 200, body: (raw as { raw: unknown }).raw };
-  return { status: action.status ?? 201, body: out };
+  return { status, body: out };
 }
 
 export async function runUpdate(w: WriteRequest, id: string): Promise<WriteOutcome> {

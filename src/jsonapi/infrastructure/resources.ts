@@ -1,12 +1,18 @@
 /**
  * JSON:API declarations of gateways (type `gateway`) and agents (type `agent`), reference
- * §2.1–§2.2 and spec §3/§4.1. Reads need infrastructure.view. Gateway registration, gateway
- * deactivation and agent updates need infrastructure.manage; the lifecycle operations (and
- * agent registration) also accept control-plane credentials acting on themselves.
+ * §2.1–§2.2 and spec §3/§4.1. Reads need infrastructure.view. Gateway deactivation and agent
+ * updates need infrastructure.manage; registration and the lifecycle operations accept either
+ * infrastructure.manage or a control-plane credential acting on itself — the `netmon gateway`
+ * process registers, heartbeats and drains through these routes, and registers its agents.
+ *
+ * Re-registration (docs/decisions/0601): a POST for an id that exists answers 409 to users,
+ * but a control-plane credential registering itself again (a restarted process) walks the
+ * state machine back (gateway → healthy, agent → connecting) and answers 200.
  */
 
 import type { Actor } from "../../access/actor.ts";
 import { ForbiddenError } from "../../kernel/errors.ts";
+import { reRegisterAgent, reRegisterGateway, restoreAgentIfHealthy } from "../../monitoring/fleet.ts";
 import { sql } from "../../storage/sql.ts";
 import type { AttributeDecl, OperationDecl } from "../define.ts";
 import { defineResource } from "../define.ts";
@@ -31,6 +37,18 @@ function selfOnly(kind: "gateway" | "agent", actor: Actor, id: string | undefine
   if (actor.kind === "gateway" && kind === "gateway" && self !== id) {
     throw new ForbiddenError("a gateway credential may only act on its own gateway");
   }
+}
+
+const isControlPlane = (actor: Actor) => actor.kind === "gateway" || actor.kind === "agent";
+
+/** A gateway credential registers agents for itself only: their gateway_id is its own id. */
+function agentGateway(actor: Actor, requested: unknown): Record<string, unknown> {
+  if (actor.kind !== "gateway") return {};
+  const self = actor.id.replace(/^gateway:/, "");
+  if (requested !== undefined && requested !== null && requested !== self) {
+    throw new ForbiddenError(`a gateway credential registers agents for gateway '${self}' only`);
+  }
+  return { gateway_id: self };
 }
 
 /** Self-scoping for agent operations; returns no attribute changes. */
@@ -93,15 +111,31 @@ export const gatewayResource = registerResource(
     touchColumn: "updated_at",
     actions: {
       create: {
-        access: MANAGE,
-        summary: "Register a gateway (starts healthy)",
-        set: (_input, c) => ({
-          status: "healthy",
-          first_registered: c.now,
-          first_seen: c.now,
-          last_seen: c.now,
-          is_healthy: true,
-        }),
+        access: OPERATE,
+        summary:
+          "Register a gateway (starts healthy). A gateway credential registering itself again gets 200 and is brought back to healthy.",
+        set: (_input, c, actor) => {
+          selfOnly("gateway", actor, c.clientId);
+          return {
+            status: "healthy",
+            first_registered: c.now,
+            first_seen: c.now,
+            last_seen: c.now,
+            is_healthy: true,
+            ...(isControlPlane(actor) ? { created_by: actor.id } : {}),
+          };
+        },
+        onExisting: async (c, actor, existing, input) => {
+          if (!isControlPlane(actor)) return null;
+          selfOnly("gateway", actor, existing.id);
+          await reRegisterGateway(c.tx, existing.id, String(existing.status), c.now);
+          if (input.metadata !== undefined) {
+            await c.tx.query(
+              sql`UPDATE gateways SET metadata = ${JSON.stringify(input.metadata)}::jsonb WHERE gateway_id = ${existing.id}`,
+            );
+          }
+          return { id: existing.id };
+        },
       },
     },
     operations: gatewayOperations(),
@@ -157,10 +191,14 @@ function gatewayOperations(): OperationDecl[] {
     op(
       "heartbeat",
       "heartbeat",
-      (input, c) => {
+      (input, c, _actor, record) => {
         const v: Record<string, unknown> = { last_seen: c.now };
         for (const k of ["is_healthy", "agent_count", "checker_count"])
           if (input[k] !== undefined) v[k] = input[k];
+        // A late heartbeat (sent before a drain, delivered after it) must not mark a draining,
+        // offline or inactive gateway healthy again; registration and recover do that.
+        if (v.is_healthy === true && ["draining", "offline", "inactive"].includes(String(record?.status)))
+          delete v.is_healthy;
         return v;
       },
       {
@@ -253,15 +291,35 @@ export const agentResource = registerResource(
     actions: {
       create: {
         access: OPERATE,
-        summary: "Register an agent (starts connecting)",
+        summary:
+          "Register an agent (starts connecting). A control-plane credential registering a known agent again gets 200 and the agent is connecting again.",
         set: (input, c, actor) => ({
           ...guard(actor, input.uid as string),
+          ...agentGateway(actor, input.gateway_id),
           status: "connecting",
           is_healthy: true,
           first_seen_time: c.now,
           last_seen_time: c.now,
           created_time: c.now,
         }),
+        onExisting: async (c, actor, existing, input) => {
+          if (!isControlPlane(actor)) return null;
+          guard(actor, existing.id);
+          const gw = agentGateway(actor, input.gateway_id).gateway_id ?? input.gateway_id;
+          await reRegisterAgent(
+            c.tx,
+            existing.id,
+            String(existing.status),
+            {
+              gateway_id: typeof gw === "string" ? gw : undefined,
+              capabilities: input.capabilities as string[] | undefined,
+              host: input.host as string | undefined,
+              version: input.version as string | undefined,
+            },
+            c.now,
+          );
+          return { id: existing.id };
+        },
       },
       update: { access: MANAGE, summary: "Update an agent's settings" },
     },
@@ -278,6 +336,7 @@ export const agentResource = registerResource(
           is_healthy: true,
           last_seen_time: c.now,
           ...(input.gateway_id !== undefined ? { gateway_id: input.gateway_id } : {}),
+          ...agentGateway(actor, input.gateway_id),
         }),
       },
       {
@@ -301,7 +360,8 @@ export const agentResource = registerResource(
         path: "/heartbeat",
         access: OPERATE,
         transition: "heartbeat",
-        summary: "Heartbeat: updates last_seen_time and health (no transition)",
+        summary:
+          "Heartbeat: updates last_seen_time and health (no transition; a degraded agent reporting is_healthy true is connected again)",
         arguments: {
           is_healthy: { type: "boolean", nullable: false },
           capabilities: { type: "array", items: "string", nullable: false },
@@ -313,6 +373,10 @@ export const agentResource = registerResource(
           for (const k of ["is_healthy", "capabilities", "config_source"])
             if (input[k] !== undefined) v[k] = input[k];
           return v;
+        },
+        // A degraded agent reporting itself healthy is connected again (internal restore_health).
+        handler: async (c, _actor, record, input) => {
+          if (input.is_healthy === true && record) await restoreAgentIfHealthy(c.tx, record.id, c.now);
         },
       },
     ],

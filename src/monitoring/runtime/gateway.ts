@@ -108,7 +108,9 @@ export class Gateway {
 
   async agentHealth(uid: string, healthy: boolean): Promise<void> {
     this.touch(uid);
-    await this.core.agentOp(uid, healthy ? "restore_health" : "degrade");
+    // Recovery is a healthy heartbeat (the internal restore_health transition, spec §3).
+    if (healthy) await this.core.agentOp(uid, "heartbeat", { is_healthy: true });
+    else await this.core.agentOp(uid, "degrade");
   }
 
   async agentDisconnect(uid: string): Promise<void> {

@@ -1,7 +1,12 @@
 /**
  * How the three processes talk. The same Gateway and Agent code runs against either an
- * in-process link (embedded mode: direct function calls) or an HTTP link (separate processes:
- * control-plane endpoints under /api/control/v1 with gateway/agent bearer credentials).
+ * in-process link (embedded mode: direct function calls into fleet.ts and jobs.ts) or an HTTP
+ * link (separate processes, gateway/agent bearer credentials):
+ * - lifecycle (register, connect, heartbeat, degrade, drain, disconnect) through the JSON:API
+ *   routes `/api/v2/gateways` and `/api/v2/agents`, whose handlers call the same fleet.ts code;
+ * - the job protocol (claim long-poll, start, results, fail) and host metrics through the
+ *   control-plane endpoints under `/api/control/v1`.
+ * Both draw from the per-credential `control` budget, never the per-IP user budget.
  */
 import type { AppContext } from "../../kernel/context.ts";
 import { agentOperation, gatewayOperation, registerAgent, registerGateway } from "../fleet.ts";
@@ -18,7 +23,8 @@ import {
 import type { SweepHost } from "../sweep.ts";
 
 export type GatewayOp = "heartbeat" | "start_draining" | "finish_draining";
-export type AgentOp = "establish_connection" | "heartbeat" | "degrade" | "restore_health" | "lose_connection";
+/** Agent lifecycle calls; a heartbeat with `is_healthy: true` also ends `degraded`. */
+export type AgentOp = "establish_connection" | "heartbeat" | "degrade" | "lose_connection";
 
 /** What a gateway needs from the core. */
 export interface CoreLink {
@@ -124,8 +130,56 @@ export async function callJson<T>(
 }
 
 export const CONTROL_PREFIX = "/api/control/v1";
+export const JSONAPI_PREFIX = "/api/v2";
+const JSONAPI = "application/vnd.api+json";
 
-/** Separate gateway process: the core's control-plane endpoints. */
+/** A JSON:API request with a bearer credential; errors documents become HttpError. */
+export async function callJsonApi(
+  base: string,
+  token: string,
+  method: "POST" | "PATCH",
+  path: string,
+  data: { type: string; id?: string; attributes: Record<string, unknown> },
+  opts: { timeoutMs?: number } = {},
+): Promise<{ status: number; body: { data?: Record<string, unknown> } }> {
+  const res = await fetch(new URL(`${JSONAPI_PREFIX}${path}`, base), {
+    method,
+    headers: { authorization: `Bearer ${token}`, accept: JSONAPI, "content-type": JSONAPI },
+    body: JSON.stringify({ data }),
+    signal: AbortSignal.timeout(opts.timeoutMs ?? 15_000),
+  });
+  const text = await res.text();
+  if (!res.ok) {
+    let msg = text;
+    try {
+      const j = JSON.parse(text) as { errors?: { code?: string; detail?: string; title?: string }[] };
+      const e = j.errors?.[0];
+      if (e) msg = `${e.code ?? ""} ${e.detail ?? e.title ?? ""}`.trim();
+    } catch {}
+    throw new HttpError(res.status, `${method} ${JSONAPI_PREFIX}${path} → ${res.status}: ${msg}`);
+  }
+  return { status: res.status, body: text ? JSON.parse(text) : {} };
+}
+
+/** Which v2 operation route performs each lifecycle call. */
+const GATEWAY_ROUTES: Record<GatewayOp, string> = {
+  heartbeat: "heartbeat",
+  start_draining: "drain/start",
+  finish_draining: "drain/finish",
+};
+const AGENT_ROUTES: Record<AgentOp, string> = {
+  establish_connection: "connect",
+  heartbeat: "heartbeat",
+  degrade: "degrade",
+  lose_connection: "disconnect",
+};
+
+/** Drop undefined members (JSON:API attributes are validated strictly). */
+function defined(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
+
+/** Separate gateway process: v2 lifecycle routes and the core's control-plane job endpoints. */
 export function httpCoreLink(coreUrl: string, token: string): CoreLink {
   const call = <T>(
     method: string,
@@ -133,19 +187,65 @@ export function httpCoreLink(coreUrl: string, token: string): CoreLink {
     body?: unknown,
     opts?: { timeoutMs?: number; signal?: AbortSignal },
   ) => callJson<T>(coreUrl, token, method, `${CONTROL_PREFIX}${path}`, body, opts);
+  const v2 = (
+    method: "POST" | "PATCH",
+    path: string,
+    data: { type: string; id?: string; attributes: Record<string, unknown> },
+  ) => callJsonApi(coreUrl, token, method, path, { ...data, attributes: defined(data.attributes) });
+  /** A first registration can race another replica's: the retry takes the re-registration path. */
+  const register = async (
+    path: string,
+    data: { type: string; id?: string; attributes: Record<string, unknown> },
+  ) => {
+    try {
+      await v2("POST", path, data);
+    } catch (err) {
+      if (!(err instanceof HttpError) || err.status !== 409) throw err;
+      await v2("POST", path, data);
+    }
+  };
   const enc = encodeURIComponent;
   return {
     registerGateway: async (id, attrs) => {
-      await call("POST", "/gateways", { id, ...attrs });
+      await register("/gateways", {
+        type: "gateway",
+        id,
+        attributes: {
+          component_id: attrs.component_id,
+          registration_source: "auto",
+          metadata: attrs.metadata,
+        },
+      });
     },
     gatewayOp: async (id, op, input) => {
-      await call("POST", `/gateways/${enc(id)}/${op}`, input ?? {});
+      await v2("PATCH", `/gateways/${enc(id)}/${GATEWAY_ROUTES[op]}`, {
+        type: "gateway",
+        id,
+        attributes: { ...(input ?? {}) },
+      });
     },
     registerAgent: async (uid, attrs) => {
-      await call("POST", "/agents", { uid, ...attrs });
+      await register("/agents", {
+        type: "agent",
+        attributes: {
+          uid,
+          name: attrs.name,
+          gateway_id: attrs.gateway_id,
+          capabilities: attrs.capabilities,
+          host: attrs.host,
+          version: attrs.version,
+          type_id: 4,
+          type: "netmon-agent",
+          vendor_name: "netmon",
+        },
+      });
     },
     agentOp: async (uid, op, input) => {
-      await call("POST", `/agents/${enc(uid)}/${op}`, input ?? {});
+      await v2("PATCH", `/agents/${enc(uid)}/${AGENT_ROUTES[op]}`, {
+        type: "agent",
+        id: uid,
+        attributes: { ...(input ?? {}) },
+      });
     },
     claim: async (req, signal) => {
       const r = await call<{ jobs: JobPayload[] }>(
