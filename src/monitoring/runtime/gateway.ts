@@ -4,6 +4,13 @@
  * to that agent), marks them started for that agent, relays results back, registers its
  * agents with the core and heartbeats for itself. Runs in-process (embedded) or as
  * `netmon gateway` with an HTTP server for its agents (gateway-server.ts).
+ *
+ * Claims are multiplexed: however many agents are waiting, the gateway keeps ONE claim
+ * request open at the core, for all of them (their uids, the sum of their free capacity), and
+ * hands the jobs out when it returns — one gateway may front thousands of agents without
+ * holding thousands of core long-polls (each of which re-checks the database every second).
+ * Jobs the gateway claimed but could not hand out (the agent left meanwhile) wait in a small
+ * backlog for the next claim and are failed back to the core (→ retried) when it drains.
  */
 import type { Logger } from "../../kernel/logger.ts";
 import type { HostMetricsSample } from "../host-metrics.ts";
@@ -24,6 +31,17 @@ interface AgentState {
   lastSeen: number;
   claims: number;
 }
+
+/** An agent's claim waiting at the gateway. */
+interface Waiter {
+  uid: string;
+  max: number;
+  done: boolean;
+  finish(jobs: JobPayload[]): void;
+}
+
+/** How long one shared core claim waits: short, so agents that arrive meanwhile join soon. */
+const SHARED_CLAIM_WAIT_MS = 1_000;
 
 export interface GatewayOptions {
   id: string;
@@ -46,6 +64,17 @@ export class Gateway {
   private started = false;
   private readonly claimWaitMs: number;
   private readonly heartbeatMs: number;
+  private readonly waiters = new Set<Waiter>();
+  /** Claimed but not yet handed out: pinned jobs by agent, and unpinned ones. */
+  private readonly backlog: JobPayload[] = [];
+  private polling: Promise<void> | null = null;
+  /** Claim requests sent to the core (observability and tests). */
+  coreClaims = 0;
+
+  /** Jobs claimed at the core and not yet handed to an agent. */
+  get backlogSize(): number {
+    return this.backlog.length;
+  }
 
   constructor(opts: GatewayOptions) {
     this.id = opts.id;
@@ -119,35 +148,129 @@ export class Gateway {
     this.log.info({ agent: uid }, "agent disconnected");
   }
 
-  /** Long-poll for one agent: claim at the core on its behalf, mark the jobs started. */
+  /**
+   * Long-poll for one agent: wait (up to `waitMs`) for jobs the shared core claim obtains for
+   * it, mark them started for this agent, return them.
+   */
   async agentClaim(uid: string, max: number, waitMs?: number, signal?: AbortSignal): Promise<JobPayload[]> {
     if (this.draining || !this.started) return [];
     const a = this.touch(uid);
     a.claims++;
     try {
-      const signals = [this.abort.signal, ...(signal ? [signal] : [])];
-      const jobs = await this.core.claim(
-        {
-          gatewayId: this.id,
-          agentUids: [uid],
-          max,
-          waitMs: Math.min(waitMs ?? this.claimWaitMs, this.claimWaitMs),
-        },
-        AbortSignal.any(signals),
-      );
-      const started: JobPayload[] = [];
-      for (const j of jobs) {
-        try {
-          await this.core.start(j.id, uid);
-          started.push(j);
-        } catch (err) {
-          this.log.warn({ err, job: j.id }, "could not start a claimed job");
-        }
-      }
-      return started;
+      const want = Math.max(1, Math.min(500, Math.floor(max)));
+      const jobs = this.takeBacklog(uid, want);
+      const mine = jobs.length > 0 ? jobs : await this.wait(uid, want, waitMs ?? this.claimWaitMs, signal);
+      return await this.startFor(uid, mine);
     } finally {
       a.claims--;
     }
+  }
+
+  private wait(uid: string, max: number, waitMs: number, signal?: AbortSignal): Promise<JobPayload[]> {
+    return new Promise((resolve) => {
+      const w: Waiter = {
+        uid,
+        max,
+        done: false,
+        finish: (jobs) => {
+          if (w.done) return;
+          w.done = true;
+          this.waiters.delete(w);
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          resolve(jobs);
+        },
+      };
+      const onAbort = () => w.finish([]);
+      const timer = setTimeout(onAbort, Math.max(0, Math.min(waitMs, this.claimWaitMs)));
+      signal?.addEventListener("abort", onAbort);
+      if (signal?.aborted) return onAbort();
+      this.waiters.add(w);
+      this.ensurePolling();
+    });
+  }
+
+  private ensurePolling(): void {
+    if (this.polling) return;
+    this.polling = this.pollCore().finally(() => {
+      this.polling = null;
+      if (this.waiters.size > 0 && !this.draining) this.ensurePolling();
+    });
+  }
+
+  /** One claim at a time at the core, for every agent waiting when it is sent. */
+  private async pollCore(): Promise<void> {
+    while (this.waiters.size > 0 && !this.draining) {
+      // Backlogged jobs first: a waiter that can take one does not need the core.
+      if (this.backlog.length > 0) this.handOut(this.backlog.splice(0));
+      if (this.waiters.size === 0) break;
+      const batch = [...this.waiters];
+      const uids = [...new Set(batch.map((w) => w.uid))];
+      const max = Math.min(
+        500,
+        batch.reduce((n, w) => n + w.max, 0),
+      );
+      let jobs: JobPayload[];
+      try {
+        this.coreClaims++;
+        jobs = await this.core.claim(
+          { gatewayId: this.id, agentUids: uids, max, waitMs: SHARED_CLAIM_WAIT_MS },
+          this.abort.signal,
+        );
+      } catch (err) {
+        if (this.abort.signal.aborted) return;
+        this.log.warn({ err }, "claim at the core failed; retrying");
+        await new Promise((r) => setTimeout(r, 1_000));
+        continue;
+      }
+      this.handOut(jobs);
+    }
+  }
+
+  /** Pinned jobs to their agent, the rest round-robin to waiters with room; leftovers to the backlog. */
+  private handOut(jobs: JobPayload[]): void {
+    const open = [...this.waiters].filter((w) => !w.done);
+    const given = new Map<Waiter, JobPayload[]>();
+    const room = (w: Waiter) => w.max - (given.get(w)?.length ?? 0);
+    const give = (w: Waiter, j: JobPayload) => given.set(w, [...(given.get(w) ?? []), j]);
+    let rr = 0;
+    for (const j of jobs) {
+      const candidates = j.target_agent_uid
+        ? open.filter((w) => w.uid === j.target_agent_uid && room(w) > 0)
+        : open.filter((w) => room(w) > 0);
+      if (candidates.length === 0) {
+        this.backlog.push(j);
+        continue;
+      }
+      give(candidates[rr++ % candidates.length] as Waiter, j);
+    }
+    for (const [w, js] of given) w.finish(js);
+  }
+
+  private takeBacklog(uid: string, max: number): JobPayload[] {
+    const out: JobPayload[] = [];
+    for (let i = 0; i < this.backlog.length && out.length < max; ) {
+      const j = this.backlog[i] as JobPayload;
+      if (j.target_agent_uid === null || j.target_agent_uid === uid) {
+        out.push(j);
+        this.backlog.splice(i, 1);
+      } else i++;
+    }
+    return out;
+  }
+
+  /** Mark jobs started for the agent at the core; a job that cannot start is left to time out. */
+  private async startFor(uid: string, jobs: JobPayload[]): Promise<JobPayload[]> {
+    const started: JobPayload[] = [];
+    for (const j of jobs) {
+      try {
+        await this.core.start(j.id, uid);
+        started.push(j);
+      } catch (err) {
+        this.log.warn({ err, job: j.id }, "could not start a claimed job");
+      }
+    }
+    return started;
   }
 
   async agentSubmit(
@@ -183,6 +306,16 @@ export class Gateway {
       this.log.warn({ err }, "drain/start failed");
     }
     this.abort.abort();
+    for (const w of [...this.waiters]) w.finish([]);
+    await this.polling;
+    // Claimed but never handed out: give them back so another gateway's agents retry them.
+    for (const j of this.backlog.splice(0)) {
+      try {
+        await this.core.fail(j.id, { message: "gateway draining", code: "GATEWAY_DRAINING" });
+      } catch (err) {
+        this.log.warn({ err, job: j.id }, "could not release a claimed job");
+      }
+    }
     try {
       await this.core.gatewayOp(this.id, "finish_draining");
     } catch (err) {
