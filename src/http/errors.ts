@@ -27,8 +27,12 @@ export function toAppError(err: unknown): AppError | null {
   };
   switch (e?.code) {
     case "FST_ERR_CTP_INVALID_JSON_BODY":
+      // Fastify's text names "application/json" even for JSON:API bodies: keep our own wording.
+      return new InvalidRequestError("malformed JSON body: the body is not valid JSON", {
+        code: "malformed_json",
+      });
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return new InvalidRequestError(`malformed JSON body: ${e.message}`, { code: "malformed_json" });
+      return new InvalidRequestError("malformed JSON body: the body is empty", { code: "malformed_json" });
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return new PayloadTooLargeError("request body exceeds the configured limit");
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":

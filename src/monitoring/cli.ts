@@ -128,7 +128,7 @@ variables (NETMON_CHECK_ALLOW_LINK_LOCAL, NETMON_CUSTOM_CHECK_ALLOWLIST) apply h
     const link = httpGatewayLink(gatewayUrl, token);
     const heartbeatSeconds = Number(flag(args, "heartbeat-seconds") ?? 10);
     const agent = new Agent({
-      uid: "self",
+      uid: "self", // replaced by the credential's name when the gateway registers us
       gateway: link,
       log,
       policy: new TargetPolicy({

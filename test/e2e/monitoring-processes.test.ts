@@ -197,7 +197,7 @@ beforeAll(async () => {
   );
   const gatewayUrl = await gateway.line("NETMON_GATEWAY_URL=");
   agentA = run(["agent", "--gateway", gatewayUrl, "--token", agentATok, "--heartbeat-seconds", "1"], {});
-  await agentA.line("NETMON_AGENT_UID=");
+  expect(await agentA.line("NETMON_AGENT_UID=")).toBe("agent-a");
   (globalThis as { gatewayUrl?: string }).gatewayUrl = gatewayUrl;
 }, 180_000);
 
@@ -378,7 +378,7 @@ describe("core, gateway and agent as separate processes", () => {
       ],
       {},
     );
-    await agentB.line("NETMON_AGENT_UID=");
+    expect(await agentB.line("NETMON_AGENT_UID=")).toBe("agent-b");
     const disconnected = await waitFor(async () => {
       const r = await api("GET", "/agents?filter[uid][eq]=agent-a");
       return r.doc.data[0]?.attributes.status === "disconnected" ? r.doc.data[0].attributes : null;

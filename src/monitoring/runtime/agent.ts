@@ -82,7 +82,7 @@ export class Agent {
   /** Assigned by the gateway on registration (the agent credential's name for remote agents). */
   uid: string;
   private readonly gw: GatewayLink;
-  private readonly log: Logger;
+  private log: Logger;
   private readonly policy: TargetPolicy;
   private readonly sem: Semaphore;
   private readonly maxJobs: number;
@@ -107,13 +107,18 @@ export class Agent {
   }
 
   async start(): Promise<void> {
-    await this.gw.register({
+    const assigned = await this.gw.register({
       uid: this.uid,
       name: this.uid,
       capabilities: AGENT_CAPABILITIES,
       host: os.hostname(),
       version: VERSION,
     });
+    // A remote gateway names the agent after its credential, whatever uid it asked for.
+    if (assigned.uid !== this.uid) {
+      this.uid = assigned.uid;
+      this.log = this.opts.log.child({ agent: assigned.uid });
+    }
     this.running = true;
     this.timers.push(setInterval(() => void this.heartbeat(), this.opts.heartbeatMs ?? 10_000));
     if (this.collector) {
