@@ -1,101 +1,87 @@
 /**
- * ICMP echo. Preferred: raw sockets through `net-ping` (needs root or CAP_NET_RAW), one shared
- * session for any number of concurrent targets. Fallback (unprivileged, or the native addon
- * unavailable): Debian's `fping` as a child process, one invocation for a whole batch.
+ * ICMP echo. Preferred: raw sockets (needs root or CAP_NET_RAW) through our own echo engine on
+ * the `raw-socket` addon (`icmp-raw.ts`: one socket per address family shared by all concurrent
+ * callers, a batch sent in a tight loop, one deadline timer per batch), IPv4 and IPv6. Fallback
+ * (unprivileged, the addon unavailable, or NETMON_ICMP_BACKEND=fping): Debian's `fping` as a child
+ * process, one invocation for a whole batch.
+ *
+ * Pacing: batches of loopback addresses go out as fast as the socket takes them (like
+ * `fping -i 0`); any other batch is paced to DEFAULT_RATE_PER_SECOND (10,000) echo requests per
+ * second per call unless `ratePerSecond` says otherwise (0 = unpaced). Sweeps additionally bound
+ * their volume with the sweep's own `rate_per_second`.
  */
 import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
+import {
+  DEFAULT_RATE_PER_SECOND,
+  type EchoReply,
+  isLoopback,
+  rawEchoOnce,
+  rawIcmpAvailable,
+} from "./icmp-raw.ts";
 
-const require = createRequire(import.meta.url);
-
-export interface EchoReply {
-  alive: boolean;
-  rtt_ms: number | null;
-  error?: string;
-}
-
-interface NetPingSession {
-  pingHost(target: string, cb: (err: Error | null, target: string, sent?: Date, rcvd?: Date) => void): void;
-  close(): void;
-  on(ev: string, cb: (err: Error) => void): void;
-}
-
-let session: NetPingSession | null | undefined;
-let sessionTimeout = 0;
+export type { EchoReply } from "./icmp-raw.ts";
+export { DEFAULT_RATE_PER_SECOND } from "./icmp-raw.ts";
 
 export type IcmpBackend = "raw" | "fping";
 
 /** Which ICMP implementation this process uses (NETMON_ICMP_BACKEND=fping forces the fallback). */
 export function icmpBackend(): IcmpBackend {
   if (process.env.NETMON_ICMP_BACKEND === "fping") return "fping";
-  return rawSession(1000) ? "raw" : "fping";
+  return rawIcmpAvailable() ? "raw" : "fping";
 }
 
-function rawSession(timeout: number): NetPingSession | null {
-  if (session !== undefined && (session === null || sessionTimeout === timeout)) return session;
-  if (process.getuid?.() !== 0) {
-    session = null;
-    return null;
-  }
-  try {
-    const netPing = require("net-ping") as {
-      createSession(o: Record<string, unknown>): NetPingSession;
-    };
-    session?.close();
-    session = netPing.createSession({ timeout, retries: 0, packetSize: 16 });
-    session.on("error", () => {
-      session = undefined;
-    });
-    sessionTimeout = timeout;
-    return session;
-  } catch {
-    session = null;
-    return null;
-  }
-}
-
-function rawEcho(s: NetPingSession, ip: string): Promise<EchoReply> {
-  const t0 = performance.now();
-  return new Promise((resolve) => {
-    s.pingHost(ip, (err) => {
-      const rtt = performance.now() - t0;
-      if (err) resolve({ alive: false, rtt_ms: null, error: err.message || err.constructor.name });
-      else resolve({ alive: true, rtt_ms: Math.round(rtt * 1000) / 1000 });
-    });
-  });
+export interface EchoOptions {
+  /** Echo requests per target (default 1); rounds are sequential. */
+  count?: number;
+  /** Per-request timeout (default 1000 ms, at least 50). */
+  timeoutMs?: number;
+  /** Pause between rounds (default 0). */
+  intervalMs?: number;
+  /**
+   * Send rate of one round across its targets, packets per second; 0 (or Infinity) = as fast as
+   * possible.
+   * Default: unpaced when every target is loopback, else DEFAULT_RATE_PER_SECOND.
+   */
+  ratePerSecond?: number;
 }
 
 /**
- * Send `count` echo requests to each of `ips` (all targets concurrently) and return the
- * replies per target, in order.
+ * Send `count` echo requests to each of `ips` (all targets of a round concurrently) and return
+ * the replies per target. Duplicate addresses are probed once; the map has one entry each.
  */
 export async function echo(
   ips: readonly string[],
-  opts: { count?: number; timeoutMs?: number; intervalMs?: number } = {},
+  opts: EchoOptions = {},
 ): Promise<Map<string, EchoReply[]>> {
   const count = Math.max(1, opts.count ?? 1);
   const timeout = Math.max(50, opts.timeoutMs ?? 1000);
-  const out = new Map<string, EchoReply[]>(ips.map((ip) => [ip, []]));
-  const s = process.env.NETMON_ICMP_BACKEND === "fping" ? null : rawSession(timeout);
-  if (s) {
+  const targets = [...new Set(ips)];
+  const out = new Map<string, EchoReply[]>(targets.map((ip) => [ip, []]));
+  const asked = opts.ratePerSecond ?? (targets.every(isLoopback) ? 0 : DEFAULT_RATE_PER_SECOND);
+  const rate = Number.isFinite(asked) && asked > 0 ? asked : 0; // 0: unpaced
+  if (icmpBackend() === "raw") {
     for (let i = 0; i < count; i++) {
       if (i > 0 && opts.intervalMs) await new Promise((r) => setTimeout(r, opts.intervalMs));
-      const replies = await Promise.all(ips.map((ip) => rawEcho(s, ip)));
+      const replies = await rawEchoOnce(targets, timeout, rate);
       replies.forEach((r, j) => {
-        out.get(ips[j] as string)?.push(r);
+        out.get(targets[j] as string)?.push(r);
       });
     }
     return out;
   }
-  return fping(ips, count, timeout, opts.intervalMs ?? 0, out);
+  return fping(targets, count, timeout, opts.intervalMs ?? 0, rate, out);
 }
 
-/** `fping -C <count> -q`: stderr lines "<ip> : 0.03 0.04 -" (one column per probe, "-" = lost). */
+/**
+ * `fping -C <count> -q`: stderr lines "<ip> : 0.03 0.04 -" (one column per probe, "-" = lost).
+ * -i (gap between any two packets) comes from the rate, -p (gap between rounds) from intervalMs.
+ */
 function fping(
   ips: readonly string[],
   count: number,
   timeout: number,
   intervalMs: number,
+  ratePerSecond: number,
   out: Map<string, EchoReply[]>,
 ): Promise<Map<string, EchoReply[]>> {
   return new Promise((resolve) => {
@@ -106,7 +92,7 @@ function fping(
       "-t",
       String(timeout),
       "-i",
-      String(Math.max(0, intervalMs)),
+      ratePerSecond > 0 ? (1000 / ratePerSecond).toFixed(3) : "0",
       "-p",
       String(Math.max(20, intervalMs || 20)),
       "-r",
