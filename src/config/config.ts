@@ -119,6 +119,22 @@ export const VARIABLES = {
     default: 7,
     description: "Days finished poll jobs are kept (results stay in service_status)",
   }),
+  NETMON_METRICS_RETENTION_DAYS: v({
+    parse: int(1, 3650),
+    default: 7,
+    description:
+      "Days raw metrics are kept: timeseries, host (sysmon) and OTel metrics, service_status history",
+  }),
+  NETMON_ROLLUP_RETENTION_DAYS: v({
+    parse: int(1, 3650),
+    default: 90,
+    description: "Days the hourly metric rollups are kept",
+  }),
+  NETMON_LOG_RETENTION_DAYS: v({
+    parse: int(1, 3650),
+    default: 30,
+    description: "Days logs, events and trace spans are kept",
+  }),
   NETMON_SESSION_IDLE_TIMEOUT_SECONDS: v({
     parse: int(60, 365 * 86400),
     default: 3600,
@@ -189,6 +205,8 @@ export interface Config {
     customAllowList: string[];
     jobRetentionDays: number;
   };
+  /** Telemetry retention in days (purged hourly by the leader; src/telemetry/retention.ts). */
+  retention: { metricsDays: number; rollupDays: number; logDays: number };
   sessionIdleTimeoutSeconds: number;
   sessionAbsoluteTimeoutSeconds: number;
   admin: {
@@ -250,6 +268,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowCore: r.NETMON_CHECK_ALLOW_CORE,
       customAllowList: r.NETMON_CUSTOM_CHECK_ALLOWLIST,
       jobRetentionDays: r.NETMON_POLL_JOB_RETENTION_DAYS,
+    },
+    retention: {
+      metricsDays: r.NETMON_METRICS_RETENTION_DAYS,
+      rollupDays: r.NETMON_ROLLUP_RETENTION_DAYS,
+      logDays: r.NETMON_LOG_RETENTION_DAYS,
     },
     sessionIdleTimeoutSeconds: r.NETMON_SESSION_IDLE_TIMEOUT_SECONDS,
     sessionAbsoluteTimeoutSeconds: r.NETMON_SESSION_ABSOLUTE_TIMEOUT_SECONDS,

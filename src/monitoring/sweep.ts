@@ -93,7 +93,8 @@ export async function runSweep(
   for (let i = 0; i < all.length; i += rate) {
     const t0 = Date.now();
     const chunk = all.slice(i, i + rate);
-    const replies = await echo(chunk, { count: 1, timeoutMs: timeout });
+    // Spread the chunk over its second at the sweep's own rate (echo's default pacing is lower).
+    const replies = await echo(chunk, { count: 1, timeoutMs: timeout, ratePerSecond: rate });
     for (const [ip, r] of replies) {
       if (r[0]?.alive) {
         const h = get(ip);

@@ -1,42 +1,64 @@
 import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
+import { purgeExpiredTelemetry } from "./retention.ts";
 import { rollupHourly } from "./rollup.ts";
 
 /** Advisory lock key of the hourly rollup job (one replica rolls up at a time). */
 export const ROLLUP_LOCK_KEY = 0x6e65746d6f6e0300n;
+/** Advisory lock key of the retention job (one replica purges at a time). */
+export const RETENTION_LOCK_KEY = 0x6e65746d6f6e0301n;
 const ROLLUP_EVERY_MS = 5 * 60_000;
+const RETENTION_EVERY_MS = 60 * 60_000;
+/** The first retention pass runs shortly after start, not an hour later. */
+const RETENTION_FIRST_MS = 60_000;
 /** Each pass recomputes the current and previous hour buckets (late rows land there). */
 const ROLLUP_LOOKBACK_MS = 2 * 3_600_000;
 
-/** Telemetry background work: the hourly metric rollups. */
+/** Telemetry background work (leader-only through advisory locks): hourly rollups and retention. */
 export function createTelemetryFeature(): Feature {
-  let timer: NodeJS.Timeout | null = null;
+  const timers: NodeJS.Timeout[] = [];
   let running: Promise<void> | null = null;
 
-  async function pass(ctx: AppContext): Promise<void> {
-    const release = await ctx.db.tryAdvisoryLock(ROLLUP_LOCK_KEY);
+  async function exclusive(ctx: AppContext, key: bigint, what: string, fn: () => Promise<void>) {
+    const release = await ctx.db.tryAdvisoryLock(key);
     if (!release) return;
     try {
-      const now = ctx.now();
-      await rollupHourly(ctx.db, new Date(now.getTime() - ROLLUP_LOOKBACK_MS), now);
+      await fn();
     } catch (err) {
-      ctx.log.warn({ err }, "telemetry hourly rollup failed");
+      ctx.log.warn({ err }, `telemetry ${what} failed`);
     } finally {
       await release();
     }
   }
 
+  const rollup = (ctx: AppContext) =>
+    exclusive(ctx, ROLLUP_LOCK_KEY, "hourly rollup", async () => {
+      const now = ctx.now();
+      await rollupHourly(ctx.db, new Date(now.getTime() - ROLLUP_LOOKBACK_MS), now);
+    });
+
+  const retention = (ctx: AppContext) =>
+    exclusive(ctx, RETENTION_LOCK_KEY, "retention", async () => {
+      const purged = await purgeExpiredTelemetry(ctx.db, ctx.now(), ctx.config.retention);
+      if (Object.keys(purged).length > 0) ctx.log.info({ purged }, "expired telemetry purged");
+    });
+
+  /** One job at a time: on PGlite they would only queue behind each other. */
+  function run(job: () => Promise<void>): void {
+    if (!running) running = job().finally(() => (running = null));
+  }
+
   return {
     name: "telemetry",
     start(ctx) {
-      timer = setInterval(() => {
-        if (!running) running = pass(ctx).finally(() => (running = null));
-      }, ROLLUP_EVERY_MS);
-      timer.unref();
+      timers.push(setInterval(() => run(() => rollup(ctx)), ROLLUP_EVERY_MS));
+      timers.push(setInterval(() => run(() => retention(ctx)), RETENTION_EVERY_MS));
+      timers.push(setTimeout(() => run(() => retention(ctx)), RETENTION_FIRST_MS));
+      for (const t of timers) t.unref();
     },
     async stop() {
-      if (timer) clearInterval(timer);
-      timer = null;
+      for (const t of timers) clearTimeout(t);
+      timers.length = 0;
       await running;
     },
   };

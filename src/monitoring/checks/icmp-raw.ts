@@ -70,12 +70,8 @@ function loadRaw(): RawSocketModule | null {
   try {
     rawModule = req("raw-socket") as RawSocketModule;
   } catch {
-    try {
-      // raw-socket is net-ping's dependency: resolve it from there whatever the hoisting.
-      rawModule = createRequire(req.resolve("net-ping"))("raw-socket") as RawSocketModule;
-    } catch {
-      rawModule = null;
-    }
+    // The native addon did not build or load here: the fping fallback takes over.
+    rawModule = null;
   }
   return rawModule;
 }

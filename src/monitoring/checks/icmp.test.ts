@@ -160,7 +160,7 @@ describe.skipIf(!isRoot)(`raw ICMP engine${isRoot ? "" : " (skipped: needs root)
     // router sends back an unreachable (unlike TEST-NET addresses here), so the only candidate
     // replies are ours.
     const req = createRequire(import.meta.url);
-    const raw = createRequire(req.resolve("net-ping"))("raw-socket") as {
+    const raw = req("raw-socket") as {
       createSocket(o: { protocol: number }): {
         wrap: { send(b: Buffer, o: number, l: number, a: string, cb: () => void): void };
         close(): void;
