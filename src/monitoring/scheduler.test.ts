@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../../test/helpers/database.ts";
-import { loadConfig } from "../config/config.ts";
+import { createTestContext } from "../../test/helpers/context.ts";
 import type { AppContext } from "../kernel/context.ts";
-import { createLogger } from "../kernel/logger.ts";
 import type { Db } from "../storage/db.ts";
 import { sql } from "../storage/sql.ts";
 import { claimJobs, completeJob, reapStaleJobs, startJob } from "./jobs.ts";
@@ -28,14 +26,8 @@ describe("scheduler and dispatch (database)", () => {
   let clock = new Date("2026-01-01T00:00:00Z");
   let ctx: AppContext;
   beforeAll(async () => {
-    db = (await createTestDatabase()).db;
-    ctx = {
-      config: loadConfig({}),
-      db,
-      log: createLogger("silent"),
-      secretKey: Buffer.alloc(32),
-      now: () => clock,
-    };
+    ctx = await createTestContext({ now: () => clock });
+    db = ctx.db;
   });
   afterAll(async () => {
     await db?.close();

@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../../../test/helpers/database.ts";
-import { loadConfig } from "../../config/config.ts";
+import { createTestContext } from "../../../test/helpers/context.ts";
 import type { AppContext } from "../../kernel/context.ts";
-import { createLogger } from "../../kernel/logger.ts";
 import type { Db } from "../../storage/db.ts";
 import { sql } from "../../storage/sql.ts";
 import { jobSignal } from "../jobs.ts";
@@ -34,14 +32,8 @@ describe("gateway claim multiplexing (database)", () => {
   let db: Db;
   let ctx: AppContext;
   beforeAll(async () => {
-    db = (await createTestDatabase()).db;
-    ctx = {
-      config: loadConfig({}),
-      db,
-      log: createLogger("silent"),
-      secretKey: Buffer.alloc(32),
-      now: () => new Date(),
-    };
+    ctx = await createTestContext();
+    db = ctx.db;
   });
   afterAll(async () => {
     await db?.close();
