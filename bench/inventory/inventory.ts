@@ -224,11 +224,15 @@ async function runBackend(
     for (const t of terms) {
       listNet.push(await time(() => listDevices(db, SYSTEM_ACTOR, { limit: 100, offset: 0, search: t })));
       const pat = `%${t.toLowerCase()}%`;
+      // MACs are indexed in colon-free form since migration 0202 (no lower(mac) index any more).
+      const hexPat = `%${t.toLowerCase().replace(/:/g, "")}%`;
       listHand.push(
         await time(() =>
           db.many(
             sql`SELECT * FROM devices WHERE deleted_at IS NULL
-                  AND (hostname ILIKE ${pat} OR lower(ip) LIKE ${pat} OR lower(mac) LIKE ${pat} OR lower(uid) LIKE ${pat})
+                  AND (hostname ILIKE ${pat} OR lower(ip) LIKE ${pat}
+                    OR (replace(lower(mac), ':', '') LIKE ${hexPat} AND lower(mac) LIKE ${pat})
+                    OR lower(uid) LIKE ${pat})
                 ORDER BY seq LIMIT 100`,
           ),
         ),

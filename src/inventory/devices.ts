@@ -80,18 +80,54 @@ export function escapeLike(s: string): string {
 }
 
 /**
+ * Could `t` (lower case) be a substring of a canonical IP? IPv4 is a dotted quad (digits and
+ * dots, no colon); IPv6 is compressed lower-case hex whose groups have no leading zeros and no
+ * dots (an IPv4-mapped address is stored as hex groups, `::ffff:a01:203`), with at most one `::`.
+ */
+export function mayMatchIp(t: string): boolean {
+  if (/^[0-9.]+$/.test(t)) return true;
+  if (!/^[0-9a-f:]+$/.test(t) || t.length > 39) return false;
+  if (t.includes(":::") || t.split("::").length > 2) return false;
+  const groups = t.split(":");
+  // The first and last pieces may be partial groups; the inner ones are whole groups.
+  if ((groups[0] as string).length > 4 || (groups[groups.length - 1] as string).length > 4) return false;
+  return groups.slice(1, -1).every((g) => g === "" || /^(0|[1-9a-f][0-9a-f]{0,3})$/.test(g));
+}
+
+/** Could `t` (lower case) be a substring of a stored MAC (`aa:bb:cc:dd:ee:ff` once lowered)? */
+export function mayMatchMac(t: string): boolean {
+  if (!/^[0-9a-f:]+$/.test(t) || t.length > 17) return false;
+  const groups = t.split(":");
+  if (groups.length > 6) return false;
+  if ((groups[0] as string).length > 2 || (groups[groups.length - 1] as string).length > 2) return false;
+  return groups.slice(1, -1).every((g) => g.length === 2);
+}
+
+/** Could `t` (lower case) be a substring of a uid (`sr:` + a lower-case UUID)? */
+export function mayMatchUid(t: string): boolean {
+  if (t.length > 39) return false;
+  return /^(?:s|sr|r|(?:sr:|r:|:)?[0-9a-f-]*)$/.test(t);
+}
+
+/**
  * `search` over hostname, IP, MAC and uid (substring, case-insensitive). IP, MAC and uid are
- * stored in canonical forms, so a term with characters those forms never contain cannot match
- * them and their (costly) trigram probes are skipped. lower(...) LIKE matches the expression
- * trigram indexes of migration 0201.
+ * stored in canonical forms, so a term that cannot be a substring of such a form (e.g. `web-01`
+ * for all three, a MAC fragment `16:00:0a:bc` for IPv6 and uid, a dotted IPv4 for MAC and uid)
+ * cannot match them and their (costly) trigram probes are skipped. lower(ip|uid) LIKE matches the
+ * expression trigram indexes of migration 0201, MACs are probed in colon-free form (0202).
  */
 export function searchCondition(term: string): SqlFragment {
   const t = term.toLowerCase();
   const pat = `%${escapeLike(t)}%`;
   const parts: SqlFragment[] = [sql`hostname ILIKE ${pat}`];
-  if (/^[0-9a-f.:]+$/.test(t)) parts.push(sql`lower(ip) LIKE ${pat}`);
-  if (/^[0-9a-f:]+$/.test(t)) parts.push(sql`lower(mac) LIKE ${pat}`);
-  if (/^[0-9a-fsr:-]+$/.test(t)) parts.push(sql`lower(uid) LIKE ${pat}`);
+  if (mayMatchIp(t)) parts.push(sql`lower(ip) LIKE ${pat}`);
+  if (mayMatchMac(t)) {
+    // Probe the colon-free hex index (migration 0202), recheck the colon form: a colon-form
+    // match is always a hex-form match, not the reverse (the hex form ignores group alignment).
+    const hex = t.replace(/:/g, "");
+    parts.push(sql`(replace(lower(mac), ':', '') LIKE ${`%${hex}%`} AND lower(mac) LIKE ${pat})`);
+  }
+  if (mayMatchUid(t)) parts.push(sql`lower(uid) LIKE ${pat}`);
   return sql`(${join(parts, " OR ")})`;
 }
 

@@ -6,7 +6,7 @@ import { sql } from "../storage/sql.ts";
 import { runDeviceCleanup } from "./cleanup.ts";
 import type { DeviceRow } from "./device.ts";
 import { resolveAddresses, resolveBatch, resolveOne } from "./identity.ts";
-import { ingestSightings } from "./ingest.ts";
+import { ingestSightings, LAST_SEEN_RESOLUTION_MS } from "./ingest.ts";
 import { actorWith, testContext } from "./testing/context.ts";
 import { DEVICE_UID_RE, deterministicUid } from "./uid.ts";
 
@@ -93,6 +93,42 @@ describe("ingestion", () => {
     const d = (await device(a?.uid as string)) as DeviceRow;
     expect(d.first_seen_time.toISOString()).toBe("2026-02-01T00:00:00.000Z");
     expect(d.last_seen_time.toISOString()).toBe("2026-02-03T00:00:00.000Z");
+  });
+
+  it("moves first_seen back (and keeps last_seen) when an older sighting arrives late", async () => {
+    const [a] = (
+      await ingestSightings(ctx, ingester, [
+        { ip: "10.1.0.2", source: "s", observed_at: "2026-02-03T00:00:00Z" },
+      ])
+    ).results;
+    await ingestSightings(ctx, ingester, [
+      { ip: "10.1.0.2", source: "t", observed_at: "2026-02-01T00:00:00Z" },
+    ]);
+    const d = (await device(a?.uid as string)) as DeviceRow;
+    expect(d.first_seen_time.toISOString()).toBe("2026-02-01T00:00:00.000Z");
+    expect(d.last_seen_time.toISOString()).toBe("2026-02-03T00:00:00.000Z");
+    expect(d.discovery_sources).toEqual(["s", "t"]);
+  });
+
+  it("skips re-sightings that change nothing but advance last_seen by less than the resolution", async () => {
+    const at = (s: number) => new Date(Date.parse("2026-02-01T00:00:00Z") + s * 1000).toISOString();
+    const [a] = (await ingestSightings(ctx, ingester, [{ ip: "10.1.0.3", source: "s", observed_at: at(0) }]))
+      .results;
+    const uid = a?.uid as string;
+    const seen = async () => ((await device(uid)) as DeviceRow).last_seen_time.toISOString();
+    expect(LAST_SEEN_RESOLUTION_MS).toBe(60_000);
+    const r = await ingestSightings(ctx, ingester, [{ ip: "10.1.0.3", source: "s", observed_at: at(30) }]);
+    expect(r.results[0]?.uid).toBe(uid);
+    expect(await seen()).toBe(at(0));
+    // Any other change is written, with the new last_seen.
+    await ingestSightings(ctx, ingester, [
+      { ip: "10.1.0.3", source: "s", hostname: "h1", observed_at: at(40) },
+    ]);
+    expect(await seen()).toBe(at(40));
+    // A full resolution later, last_seen advances on its own.
+    await ingestSightings(ctx, ingester, [{ ip: "10.1.0.3", source: "s", observed_at: at(100) }]);
+    expect(await seen()).toBe(at(100));
+    expect(((await device(uid)) as DeviceRow).hostname).toBe("h1");
   });
 
   it("merges by strong identifier (MAC) when the IP changes: the IP moves with the device", async () => {

@@ -11,6 +11,13 @@ import { deterministicUid, type IdentifierType, STRONG_ID_TYPES } from "./uid.ts
 /** At most this many sightings per batch (`POST /api/v1/device-updates`). */
 export const MAX_BATCH = 1000;
 
+/**
+ * Resolution of `last_seen_time` for re-sightings that change nothing else: a known device seen
+ * again within this window of its stored `last_seen_time`, with no other field changing, is not
+ * written at all (its `last_seen_time` may lag the latest sighting by less than this).
+ */
+export const LAST_SEEN_RESOLUTION_MS = 60_000;
+
 /** Ingestion batches are serialised by this transaction-level advisory lock (identity is global state). */
 export const INGEST_LOCK_KEY = 0x6e65746d6f6e0200n;
 
@@ -223,6 +230,10 @@ interface WorkDevice {
   origIp: string | null;
   origLive: boolean;
   dirty: boolean;
+  /** Something other than last_seen_time changed in this batch. */
+  changed: boolean;
+  /** Existing rows: last_seen_time as read. */
+  origLastSeen?: number;
 }
 
 interface IdentifierWrite {
@@ -332,6 +343,8 @@ export async function applySightings(tx: Queryable, sightings: Sighting[], now: 
       idOwner.set(idKey(r.partition, r.identifier_type, r.identifier_value), r.device_uid);
   }
 
+  const heldBefore = new Map(idOwner);
+
   // 2. Candidate devices: identifier owners, deterministic uids, live holders of batch IPs.
   const detUid = sightings.map((s) => deterministicUid(s.partition, s.ids, s.ip));
   const uidSet = new Set<string>([...idOwner.values(), ...detUid]);
@@ -355,6 +368,8 @@ export async function applySightings(tx: Queryable, sightings: Sighting[], now: 
       origIp: row.ip,
       origLive: row.deleted_at === null,
       dirty: false,
+      changed: false,
+      origLastSeen: row.last_seen_time.getTime(),
     });
     if (row.deleted_at === null && row.ip) ipOwner.set(ipKey(row.partition, row.ip), row.uid);
   }
@@ -394,18 +409,39 @@ export async function applySightings(tx: Queryable, sightings: Sighting[], now: 
     let created = false;
     if (!target) {
       target = det;
-      devices.set(det, { row: newRow(det, s, now), isNew: true, origIp: null, origLive: false, dirty: true });
+      devices.set(det, {
+        row: newRow(det, s, now),
+        isNew: true,
+        origIp: null,
+        origLive: false,
+        dirty: true,
+        changed: true,
+      });
       createdUids.add(det);
       created = true;
     }
     const w = devices.get(target) as WorkDevice;
     const r = w.row;
     w.dirty = true;
+    // `changed` records whether anything but last_seen_time moves (see LAST_SEEN_RESOLUTION_MS).
+    const set = <K extends keyof DeviceRow>(k: K, v: DeviceRow[K]) => {
+      if (r[k] !== v) {
+        r[k] = v;
+        w.changed = true;
+      }
+    };
+    const setObject = (k: "os" | "owner" | "metadata", v: Record<string, unknown>) => {
+      if (JSON.stringify(v) !== JSON.stringify(r[k])) {
+        (r as unknown as Record<string, unknown>)[k] = v;
+        w.changed = true;
+      }
+    };
     if (r.deleted_at !== null) {
       // A sighting revives a soft-deleted device matched by identity.
       r.deleted_at = null;
       r.deleted_by = null;
       r.deleted_reason = null;
+      w.changed = true;
     }
     // Move the IP: whoever holds it loses it (an IP is weak and moves, e.g. DHCP).
     const key = ipKey(s.partition, s.ip);
@@ -415,40 +451,41 @@ export async function applySightings(tx: Queryable, sightings: Sighting[], now: 
       h.row.ip = null;
       h.row.modified_time = now;
       h.dirty = true;
+      h.changed = true;
     }
     if (r.ip && r.ip !== s.ip && ipOwner.get(ipKey(r.partition, r.ip)) === r.uid) {
       ipOwner.delete(ipKey(r.partition, r.ip));
     }
-    r.ip = s.ip;
+    set("ip", s.ip);
     ipOwner.set(key, r.uid);
 
     const f = s.fields;
-    if (s.macHex) r.mac = macColon(s.macHex);
-    if (f.hostname !== undefined) r.hostname = f.hostname;
-    if (f.name !== undefined) r.name = f.name;
+    if (s.macHex) set("mac", macColon(s.macHex));
+    if (f.hostname !== undefined) set("hostname", f.hostname);
+    if (f.name !== undefined) set("name", f.name);
     if (f.type !== undefined) {
       const t = classifyType(f.type);
-      r.type_id = t.type_id;
-      r.type = t.type;
+      set("type_id", t.type_id);
+      set("type", t.type);
     }
-    if (f.vendor_name !== undefined) r.vendor_name = f.vendor_name;
-    if (f.model !== undefined) r.model = f.model;
-    if (f.domain !== undefined) r.domain = f.domain;
-    if (f.zone !== undefined) r.zone = f.zone;
-    if (f.region !== undefined) r.region = f.region;
-    if (f.uid_alt !== undefined) r.uid_alt = f.uid_alt;
-    if (f.gateway_id !== undefined) r.gateway_id = f.gateway_id;
-    if (f.agent_id !== undefined) r.agent_id = f.agent_id;
-    if (f.risk_level !== undefined) r.risk_level = f.risk_level;
-    if (f.risk_score !== undefined) r.risk_score = f.risk_score;
-    if (f.is_available !== undefined) r.is_available = f.is_available;
-    if (f.is_managed !== undefined) r.is_managed = f.is_managed;
-    if (f.is_compliant !== undefined) r.is_compliant = f.is_compliant;
-    if (f.os !== undefined) r.os = { ...(r.os ?? {}), ...f.os };
-    if (f.owner !== undefined) r.owner = f.owner;
-    if (f.metadata !== undefined) r.metadata = { ...r.metadata, ...f.metadata };
-    if (!r.discovery_sources.includes(s.source)) r.discovery_sources = [...r.discovery_sources, s.source];
-    if (s.observedAt < r.first_seen_time) r.first_seen_time = s.observedAt;
+    if (f.vendor_name !== undefined) set("vendor_name", f.vendor_name);
+    if (f.model !== undefined) set("model", f.model);
+    if (f.domain !== undefined) set("domain", f.domain);
+    if (f.zone !== undefined) set("zone", f.zone);
+    if (f.region !== undefined) set("region", f.region);
+    if (f.uid_alt !== undefined) set("uid_alt", f.uid_alt);
+    if (f.gateway_id !== undefined) set("gateway_id", f.gateway_id);
+    if (f.agent_id !== undefined) set("agent_id", f.agent_id);
+    if (f.risk_level !== undefined) set("risk_level", f.risk_level);
+    if (f.risk_score !== undefined) set("risk_score", f.risk_score);
+    if (f.is_available !== undefined) set("is_available", f.is_available);
+    if (f.is_managed !== undefined) set("is_managed", f.is_managed);
+    if (f.is_compliant !== undefined) set("is_compliant", f.is_compliant);
+    if (f.os !== undefined) setObject("os", { ...(r.os ?? {}), ...f.os });
+    if (f.owner !== undefined) setObject("owner", f.owner);
+    if (f.metadata !== undefined) setObject("metadata", { ...r.metadata, ...f.metadata });
+    if (!r.discovery_sources.includes(s.source)) set("discovery_sources", [...r.discovery_sources, s.source]);
+    if (s.observedAt < r.first_seen_time) set("first_seen_time", s.observedAt);
     if (s.observedAt > r.last_seen_time) r.last_seen_time = s.observedAt;
     r.modified_time = now;
 
@@ -478,6 +515,20 @@ export async function applySightings(tx: Queryable, sightings: Sighting[], now: 
     results.push({ index: s.index, uid: r.uid, ip: s.ip, partition: s.partition, created });
   });
 
+  // Re-sightings that only advance last_seen_time by less than the resolution are not written
+  // (nor are their already-held identifiers).
+  const skipped = new Set<string>();
+  for (const w of devices.values()) {
+    if (w.isNew || !w.dirty || w.origLastSeen === undefined) continue;
+    if (w.row.last_seen_time.getTime() - w.origLastSeen >= LAST_SEEN_RESOLUTION_MS) continue;
+    if (w.changed) continue;
+    w.dirty = false;
+    skipped.add(w.row.uid);
+  }
+  for (const [k, write] of identifierWrites) {
+    if (skipped.has(write.device_uid) && heldBefore.get(k) === write.device_uid) identifierWrites.delete(k);
+  }
+
   // 3. Writes. First release IPs that change hands, so the unique (partition, ip) index holds.
   const release = [...devices.values()]
     .filter((w) => !w.isNew && w.dirty && w.origLive && w.origIp !== null && w.origIp !== w.row.ip)
@@ -486,9 +537,7 @@ export async function applySightings(tx: Queryable, sightings: Sighting[], now: 
     await tx.query(sql`UPDATE devices SET ip = NULL WHERE uid = ANY(${release}::text[])`);
   }
   const dirty = [...devices.values()].filter((w) => w.dirty);
-  // New devices get their seq in batch order (the list's stable sort key).
-  dirty.sort((a, b) => (a.isNew === b.isNew ? 0 : a.isNew ? 1 : -1));
-  const payload = dirty.map(({ row: r }) => ({
+  const toPayload = ({ row: r }: WorkDevice) => ({
     uid: r.uid,
     partition: r.partition,
     ip: r.ip,
@@ -521,38 +570,71 @@ export async function applySightings(tx: Queryable, sightings: Sighting[], now: 
     deleted_at: r.deleted_at ? r.deleted_at.toISOString() : null,
     deleted_by: r.deleted_by,
     deleted_reason: r.deleted_reason,
-  }));
-  await tx.query(
-    sql`INSERT INTO devices (uid, partition, ip, mac, hostname, name, type_id, type, vendor_name, model,
-          domain, zone, region, uid_alt, os, owner, risk_level, risk_score, is_managed, is_available,
-          is_compliant, gateway_id, agent_id, discovery_sources, metadata, first_seen_time,
-          last_seen_time, created_time, modified_time, deleted_at, deleted_by, deleted_reason)
-        SELECT uid, partition, ip, mac, hostname, name, type_id, type, vendor_name, model,
-          domain, zone, region, uid_alt, os, owner, risk_level, risk_score, is_managed, is_available,
-          is_compliant, gateway_id, agent_id, discovery_sources, metadata, first_seen_time,
-          last_seen_time, created_time, modified_time, deleted_at, deleted_by, deleted_reason
-          FROM jsonb_to_recordset(${JSON.stringify(payload)}::jsonb) AS x(
-            uid text, partition text, ip text, mac text, hostname text, name text, type_id integer,
-            type text, vendor_name text, model text, domain text, zone text, region text, uid_alt text,
-            os jsonb, owner jsonb, risk_level text, risk_score integer, is_managed boolean,
-            is_available boolean, is_compliant boolean, gateway_id text, agent_id text,
-            discovery_sources text[], metadata jsonb, first_seen_time timestamptz,
-            last_seen_time timestamptz, created_time timestamptz, modified_time timestamptz,
-            deleted_at timestamptz, deleted_by text, deleted_reason text)
-        ON CONFLICT (uid) DO UPDATE SET
-          ip = EXCLUDED.ip, mac = EXCLUDED.mac, hostname = EXCLUDED.hostname, name = EXCLUDED.name,
-          type_id = EXCLUDED.type_id, type = EXCLUDED.type, vendor_name = EXCLUDED.vendor_name,
-          model = EXCLUDED.model, domain = EXCLUDED.domain, zone = EXCLUDED.zone,
-          region = EXCLUDED.region, uid_alt = EXCLUDED.uid_alt, os = EXCLUDED.os,
-          owner = EXCLUDED.owner, risk_level = EXCLUDED.risk_level, risk_score = EXCLUDED.risk_score,
-          is_managed = EXCLUDED.is_managed, is_available = EXCLUDED.is_available,
-          is_compliant = EXCLUDED.is_compliant, gateway_id = EXCLUDED.gateway_id,
-          agent_id = EXCLUDED.agent_id, discovery_sources = EXCLUDED.discovery_sources,
-          metadata = EXCLUDED.metadata, first_seen_time = EXCLUDED.first_seen_time,
-          last_seen_time = EXCLUDED.last_seen_time, modified_time = EXCLUDED.modified_time,
-          deleted_at = EXCLUDED.deleted_at, deleted_by = EXCLUDED.deleted_by,
-          deleted_reason = EXCLUDED.deleted_reason`,
-  );
+  });
+  const recordset = (payload: ReturnType<typeof toPayload>[]) =>
+    sql`jsonb_to_recordset(${JSON.stringify(payload)}::jsonb) AS x(
+          uid text, partition text, ip text, mac text, hostname text, name text, type_id integer,
+          type text, vendor_name text, model text, domain text, zone text, region text, uid_alt text,
+          os jsonb, owner jsonb, risk_level text, risk_score integer, is_managed boolean,
+          is_available boolean, is_compliant boolean, gateway_id text, agent_id text,
+          discovery_sources text[], metadata jsonb, first_seen_time timestamptz,
+          last_seen_time timestamptz, created_time timestamptz, modified_time timestamptz,
+          deleted_at timestamptz, deleted_by text, deleted_reason text)`;
+  // Known devices: a plain UPDATE … FROM (no speculative insertion, no row lock record as
+  // ON CONFLICT DO UPDATE takes). No indexed column changes on a re-sighting (last_seen_time is
+  // not indexed, migration 0202), so these are HOT updates that touch no index.
+  const known = dirty.filter((w) => !w.isNew).map(toPayload);
+  if (known.length > 0) {
+    await tx.query(
+      sql`UPDATE devices AS d SET
+            ip = x.ip, mac = x.mac, hostname = x.hostname, name = x.name, type_id = x.type_id,
+            type = x.type, vendor_name = x.vendor_name, model = x.model, domain = x.domain,
+            zone = x.zone, region = x.region, uid_alt = x.uid_alt, os = x.os, owner = x.owner,
+            risk_level = x.risk_level, risk_score = x.risk_score, is_managed = x.is_managed,
+            is_available = x.is_available, is_compliant = x.is_compliant, gateway_id = x.gateway_id,
+            agent_id = x.agent_id, discovery_sources = x.discovery_sources, metadata = x.metadata,
+            -- first_seen_time is indexed: keep the stored value (which may carry microseconds
+            -- that the JSON round trip drops) unless the batch moved it earlier, so the update
+            -- stays HOT. Ingestion only ever clears deleted_at (revival).
+            first_seen_time = CASE WHEN x.first_seen_time < date_trunc('milliseconds', d.first_seen_time)
+              THEN x.first_seen_time ELSE d.first_seen_time END,
+            last_seen_time = greatest(d.last_seen_time, x.last_seen_time),
+            modified_time = x.modified_time,
+            deleted_at = CASE WHEN x.deleted_at IS NULL THEN NULL ELSE d.deleted_at END,
+            deleted_by = x.deleted_by, deleted_reason = x.deleted_reason
+          FROM ${recordset(known)}
+          WHERE d.uid = x.uid`,
+    );
+  }
+  // New devices get their seq in batch order (the list's stable sort key). ON CONFLICT covers a
+  // device created by another writer after this batch read the table.
+  const created = dirty.filter((w) => w.isNew).map(toPayload);
+  if (created.length > 0) {
+    await tx.query(
+      sql`INSERT INTO devices (uid, partition, ip, mac, hostname, name, type_id, type, vendor_name, model,
+            domain, zone, region, uid_alt, os, owner, risk_level, risk_score, is_managed, is_available,
+            is_compliant, gateway_id, agent_id, discovery_sources, metadata, first_seen_time,
+            last_seen_time, created_time, modified_time, deleted_at, deleted_by, deleted_reason)
+          SELECT uid, partition, ip, mac, hostname, name, type_id, type, vendor_name, model,
+            domain, zone, region, uid_alt, os, owner, risk_level, risk_score, is_managed, is_available,
+            is_compliant, gateway_id, agent_id, discovery_sources, metadata, first_seen_time,
+            last_seen_time, created_time, modified_time, deleted_at, deleted_by, deleted_reason
+            FROM ${recordset(created)}
+          ON CONFLICT (uid) DO UPDATE SET
+            ip = EXCLUDED.ip, mac = EXCLUDED.mac, hostname = EXCLUDED.hostname, name = EXCLUDED.name,
+            type_id = EXCLUDED.type_id, type = EXCLUDED.type, vendor_name = EXCLUDED.vendor_name,
+            model = EXCLUDED.model, domain = EXCLUDED.domain, zone = EXCLUDED.zone,
+            region = EXCLUDED.region, uid_alt = EXCLUDED.uid_alt, os = EXCLUDED.os,
+            owner = EXCLUDED.owner, risk_level = EXCLUDED.risk_level, risk_score = EXCLUDED.risk_score,
+            is_managed = EXCLUDED.is_managed, is_available = EXCLUDED.is_available,
+            is_compliant = EXCLUDED.is_compliant, gateway_id = EXCLUDED.gateway_id,
+            agent_id = EXCLUDED.agent_id, discovery_sources = EXCLUDED.discovery_sources,
+            metadata = EXCLUDED.metadata, first_seen_time = EXCLUDED.first_seen_time,
+            last_seen_time = EXCLUDED.last_seen_time, modified_time = EXCLUDED.modified_time,
+            deleted_at = EXCLUDED.deleted_at, deleted_by = EXCLUDED.deleted_by,
+            deleted_reason = EXCLUDED.deleted_reason`,
+    );
+  }
   if (identifierWrites.size > 0) {
     await tx.query(
       sql`INSERT INTO device_identifiers (device_uid, partition, identifier_type, identifier_value,
@@ -566,9 +648,12 @@ export async function applySightings(tx: Queryable, sightings: Sighting[], now: 
             source = EXCLUDED.source`,
     );
   }
-  const created = createdUids.size;
   const touched = new Set(results.map((r) => r.uid));
-  return { created, updated: touched.size - [...touched].filter((u) => createdUids.has(u)).length, results };
+  return {
+    created: createdUids.size,
+    updated: touched.size - [...touched].filter((u) => createdUids.has(u)).length,
+    results,
+  };
 }
 
 /**
