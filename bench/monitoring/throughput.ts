@@ -10,6 +10,7 @@
  * the gateway's HTTP face for agents); the agent is a separate `netmon agent` process; the
  * targets (one HTTP server, one TCP listener on loopback) are a third process.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -18,9 +19,10 @@ import readline from "node:readline";
 import { issueControlPlaneToken } from "../../src/access/tokens.ts";
 import { loadConfig } from "../../src/config/config.ts";
 import { createLogger } from "../../src/kernel/logger.ts";
+import { resultWriterStats } from "../../src/monitoring/jobs.ts";
 import { Gateway } from "../../src/monitoring/runtime/gateway.ts";
 import { startGatewayServer } from "../../src/monitoring/runtime/gateway-server.ts";
-import { inProcessCoreLink } from "../../src/monitoring/runtime/links.ts";
+import { type CoreLink, inProcessCoreLink } from "../../src/monitoring/runtime/links.ts";
 import { initialRunAt } from "../../src/monitoring/scheduler.ts";
 import { startServer } from "../../src/server.ts";
 import { sql } from "../../src/storage/sql.ts";
@@ -52,6 +54,8 @@ const targetsProc = spawn(
   ["--import", "tsx", path.join(ROOT, "bench/monitoring/targets-child.ts")],
   { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
 );
+// Do not leave the targets running when the benchmark fails (e.g. no database).
+process.on("exit", () => targetsProc.kill());
 const ports = JSON.parse(await firstLine(targetsProc)) as { http: number; tcp: number };
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "netmon-bench-mon-"));
@@ -67,7 +71,68 @@ const config = loadConfig({
 const log = createLogger("warn");
 const server = await startServer(config, { logger: log });
 const ctx = server.ctx;
-const gateway = new Gateway({ id: "bench-gw", core: inProcessCoreLink(ctx), log });
+// Core database time (PGlite only): every statement passes through the client's private
+// `exec`; the time between post and answer is the worker executing it. Summed over the
+// steady window it is the share of the single connection the core's work takes, per core
+// call of the gateway (statements outside one are the scheduler, reaper, heartbeats…).
+const caller = new AsyncLocalStorage<string>();
+// NETMON_BENCH_STATEMENTS=1: also list the statements that took the most time in the window.
+const STATEMENTS = process.env.NETMON_BENCH_STATEMENTS === "1";
+const perStatement = new Map<string, { ms: number; n: number }>();
+let inWindow = false;
+type Busy = Record<string, { ms: number; statements: number }>;
+const dbBusy: Busy = {};
+// The connection's mutex (also private): how long it is held, executing or not (a transaction
+// holds it between its statements too, while the event loop gets round to sending the next).
+const held = { ms: 0 };
+const pglite = ctx.db as unknown as {
+  exec?: (q: unknown) => Promise<unknown>;
+  mutex?: { run: <T>(fn: () => Promise<T>) => Promise<T> };
+};
+if (ctx.db.kind === "pglite" && pglite.mutex) {
+  const mutex = pglite.mutex;
+  const run = mutex.run.bind(mutex);
+  mutex.run = <T>(fn: () => Promise<T>) =>
+    run(async () => {
+      const t = performance.now();
+      try {
+        return await fn();
+      } finally {
+        held.ms += performance.now() - t;
+      }
+    });
+}
+if (ctx.db.kind === "pglite" && typeof pglite.exec === "function") {
+  const exec = pglite.exec.bind(ctx.db);
+  pglite.exec = async (q: unknown) => {
+    const t = performance.now();
+    try {
+      return await exec(q);
+    } finally {
+      const k = caller.getStore() ?? "other";
+      const e = dbBusy[k] ?? { ms: 0, statements: 0 };
+      const ms = performance.now() - t;
+      e.ms += ms;
+      e.statements++;
+      dbBusy[k] = e;
+      if (STATEMENTS && inWindow) {
+        const text = (q as { text?: string }).text ?? "";
+        const key = `${k}: ${text.replace(/\s+/g, " ").trim().slice(0, 70)}`;
+        const st = perStatement.get(key) ?? { ms: 0, n: 0 };
+        st.ms += ms;
+        st.n++;
+        perStatement.set(key, st);
+      }
+    }
+  };
+}
+const coreLink = Object.fromEntries(
+  Object.entries(inProcessCoreLink(ctx)).map(([k, fn]) => [
+    k,
+    (...a: unknown[]) => caller.run(k, () => (fn as (...x: unknown[]) => Promise<unknown>)(...a)),
+  ]),
+) as unknown as CoreLink;
+const gateway = new Gateway({ id: "bench-gw", core: coreLink, log });
 await gateway.start();
 const gwServer = await startGatewayServer({ gateway, coreUrl: server.url, host: "127.0.0.1", port: 0, log });
 const { token } = await issueControlPlaneToken(ctx, { kind: "agent", name: `bench-agent-${Date.now()}` });
@@ -112,6 +177,7 @@ const agent = spawn(
     stdio: ["ignore", "pipe", "inherit"],
   },
 );
+process.on("exit", () => agent.kill());
 await firstLine(agent, "NETMON_AGENT_UID=");
 const t0 = Date.now();
 const samples: { t: number; rss: number }[] = [];
@@ -120,8 +186,31 @@ const timer = setInterval(() => {
     samples.push({ t: Date.now() - t0, rss: rssKb(agent.pid as number).rss });
   } catch {}
 }, 5000);
+// The steady window starts after the first interval: every check has run once by then.
+let steady = { busy: {} as Busy, held: 0, submissions: 0, transactions: 0 };
+const steadyTimer = setTimeout(() => {
+  steady = { busy: structuredClone(dbBusy), held: held.ms, ...resultWriterStats(ctx) };
+  inWindow = true;
+}, Math.min(SECONDS, INTERVAL) * 1000);
 await new Promise((r) => setTimeout(r, SECONDS * 1000));
+clearTimeout(steadyTimer);
 clearInterval(timer);
+const writes = resultWriterStats(ctx);
+const steadyBusy = Object.entries(dbBusy)
+  .map(([k, v]) => ({
+    k,
+    ms: v.ms - (steady.busy[k]?.ms ?? 0),
+    statements: v.statements - (steady.busy[k]?.statements ?? 0),
+  }))
+  .filter((b) => b.statements > 0)
+  .sort((a, b) => b.ms - a.ms);
+const steadyDb = {
+  ms: steadyBusy.reduce((a, b) => a + b.ms, 0),
+  statements: steadyBusy.reduce((a, b) => a + b.statements, 0),
+  submissions: writes.submissions - steady.submissions,
+  transactions: writes.transactions - steady.transactions,
+};
+const load = os.loadavg().map((l) => l.toFixed(2));
 const mem = rssKb(agent.pid as number);
 
 // Measure over the steady window (after the first interval every check has run once).
@@ -220,7 +309,21 @@ console.log(`## Sustained checks on one agent: ${N} checks (half TCP, half HTTP)
 | netmon agent (separate process) | ${Math.round((counted?.n ?? 0) / windowMin)} results/min in the steady window (${counted?.ok ?? 0}/${counted?.n ?? 0} success) | schedule lateness p50 ${pct(lateness, 50).toFixed(0)} ms, p99 ${pct(lateness, 99).toFixed(0)} ms, max ${pct(lateness, 100).toFixed(0)} ms (${lateness.length} samples) | agent RSS ${(mem.rss / 1024).toFixed(0)} MiB, peak ${(mem.hwm / 1024).toFixed(0)} MiB holding ${N} checks |
 ${blackbox}
 
-Failed/timed-out poll jobs: ${failed?.n ?? 0}. Agent RSS over time (MiB): ${samples.map((s) => (s.rss / 1024).toFixed(0)).join(", ")}.
+Load average at the end of the netmon run: ${load.join(", ")} (2-core machine shared with other work).
+${
+  ctx.db.kind === "pglite"
+    ? `Core database (PGlite) in the steady window: connection held ${(((held.ms - steady.held) / ((SECONDS - INTERVAL) * 1000)) * 100).toFixed(1)}% of the time, executing ${((steadyDb.ms / ((SECONDS - INTERVAL) * 1000)) * 100).toFixed(1)}% (${Math.round(steadyDb.ms)} ms executing ${steadyDb.statements} statements in ${SECONDS - INTERVAL} s: ${steadyBusy.map((b) => `${b.k} ${Math.round(b.ms)} ms/${b.statements}`).join(", ")}); `
+    : ""
+}${steadyDb.submissions} result submissions written in ${steadyDb.transactions} transactions.
+${
+  STATEMENTS
+    ? `Statements by time in the steady window:\n${[...perStatement]
+        .sort((a, b) => b[1].ms - a[1].ms)
+        .slice(0, 25)
+        .map(([k, v]) => `  ${Math.round(v.ms)} ms / ${v.n}× (${(v.ms / v.n).toFixed(1)} ms)  ${k}`)
+        .join("\n")}\n`
+    : ""
+}Failed/timed-out poll jobs: ${failed?.n ?? 0}. Agent RSS over time (MiB): ${samples.map((s) => (s.rss / 1024).toFixed(0)).join(", ")}.
 Lateness = a check's start on the agent minus the due time of its poll job (the earliest due check of the batch, so an upper bound).
 `);
 process.exit(0);

@@ -15,11 +15,21 @@ import { sql } from "../storage/sql.ts";
 import type { SnmpInterface } from "./checks/snmp-interfaces.ts";
 import { CHECK_STATUSES, type CheckResult, type CheckSpec, FAILING_STATUSES } from "./checks/types.ts";
 import { recordInterfaces } from "./interfaces.ts";
-import { canRetry, type PollJobRow, transitionJob } from "./poll-job-state.ts";
+import {
+  canRetry,
+  type PollJobRow,
+  type TransitionArgs,
+  transitionJob,
+  transitionJobs,
+  transitionLockedJobs,
+} from "./poll-job-state.ts";
 import type { SweepHost, SweepSpec } from "./sweep.ts";
 
 /** Consecutive failures at which a check opens an alert (and `/service-checks/failing` > 0). */
 export const FAILURE_ALERT_THRESHOLD = 3;
+
+/** Job ids are UUIDs; anything else cannot name a job (and would be a SQL cast error). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface JobCheck extends CheckSpec {
   id: string;
@@ -98,9 +108,14 @@ export async function claimJobs(
         AND (target_agent_uid IS NULL OR target_agent_uid = ANY(${[...opts.agentUids]}::text[]))
       ORDER BY priority DESC, available_at, inserted_at
       LIMIT ${max} FOR UPDATE SKIP LOCKED`);
-    const jobs: PollJobRow[] = [];
-    for (const r of rows)
-      jobs.push(await transitionJob(tx, r.id, { op: "dispatch", gatewayId: opts.gatewayId }, now));
+    if (rows.length === 0) return [];
+    // One UPDATE for all claimed jobs (rows come back in claim order).
+    const jobs = await transitionJobs(
+      tx,
+      rows.map((r) => r.id),
+      { op: "dispatch", gatewayId: opts.gatewayId },
+      now,
+    );
     return loadPayloads(tx, jobs);
   });
 }
@@ -136,9 +151,10 @@ export async function claimJobsWait(
   }
 }
 
-/** The gateway handed the job to an agent. */
+/** The gateway handed the job to an agent (one guarded UPDATE: no transaction needed). */
 export async function startJob(ctx: AppContext, jobId: string, agentId: string): Promise<PollJobRow> {
-  return ctx.db.transaction((tx) => transitionJob(tx, jobId, { op: "start", agentId }, ctx.now()));
+  if (!UUID.test(jobId)) throw new NotFoundError(`poll job ${jobId} not found`);
+  return transitionJob(ctx.db, jobId, { op: "start", agentId }, ctx.now());
 }
 
 /** The gateway or agent could not run the job (no agent, agent refused…). */
@@ -174,9 +190,11 @@ async function retryOrRelease(tx: Queryable, job: PollJobRow, now: Date): Promis
   return job;
 }
 
-interface CheckAfter {
+/** A check as the result UPDATE returns it. */
+interface CheckRow {
   [k: string]: unknown;
   id: string;
+  job_id: string;
   name: string;
   check_type: string;
   target: string;
@@ -185,6 +203,10 @@ interface CheckAfter {
   agent_uid: string | null;
   critical_threshold_ms: number | null;
   consecutive_failures: number;
+}
+
+/** A check after its result, with its values before (for raising and clearing alerts). */
+interface CheckAfter extends CheckRow {
   prev_failures: number;
   prev_result: string | null;
 }
@@ -221,33 +243,191 @@ function validResults(raw: unknown): SubmittedResult[] {
   });
 }
 
+type Submission = { agentId: string; gatewayId?: string | null; results: unknown; sweepHosts?: unknown };
+
+interface Recorded {
+  job: PollJobRow;
+  after: CheckAfter[];
+  recorded: number;
+}
+
+interface QueuedResults {
+  jobId: string;
+  submission: Submission;
+  results: SubmittedResult[];
+  resolve: (r: Recorded) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Caps on one group commit: one write holds PGlite's only connection for its whole duration. */
+const GROUP_MAX_JOBS = 20;
+const GROUP_MAX_RESULTS = 1000;
+
+/**
+ * Group commit for results. A submission is written at once when no write is running;
+ * submissions that arrive while one is running wait and are then written together, in one
+ * transaction with set-based statements (the cost of a transaction and of each statement is
+ * paid once per group, not once per job). PGlite has one connection, so one write at a time;
+ * PostgreSQL keeps a few in parallel. Every caller still gets its own answer (its job row,
+ * or its own error), only after the transaction holding its results has committed.
+ */
+class ResultWriter {
+  private queue: QueuedResults[] = [];
+  private running = 0;
+  readonly stats = { submissions: 0, transactions: 0 };
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly parallel: number,
+  ) {}
+
+  submit(jobId: string, submission: Submission, results: SubmittedResult[]): Promise<Recorded> {
+    this.stats.submissions++;
+    return new Promise<Recorded>((resolve, reject) => {
+      this.queue.push({ jobId, submission, results, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.running < this.parallel && this.queue.length > 0) {
+      const group = this.take();
+      this.running++;
+      void this.write(group).finally(() => {
+        this.running--;
+        this.pump();
+      });
+    }
+  }
+
+  /**
+   * The next group, oldest first. A second submission for a job already in the group, or
+   * one naming a check already in it, waits for the next group (each job and each check is
+   * written at most once per transaction).
+   */
+  private take(): QueuedResults[] {
+    const group: QueuedResults[] = [];
+    const rest: QueuedResults[] = [];
+    const jobs = new Set<string>();
+    const checks = new Set<string>();
+    let n = 0;
+    for (const item of this.queue) {
+      const ids = item.results.map((r) => r.check_id);
+      const fits =
+        group.length === 0 ||
+        (group.length < GROUP_MAX_JOBS &&
+          n + ids.length <= GROUP_MAX_RESULTS &&
+          !jobs.has(item.jobId) &&
+          !ids.some((id) => checks.has(id)));
+      if (!fits) {
+        rest.push(item);
+        continue;
+      }
+      group.push(item);
+      jobs.add(item.jobId);
+      for (const id of ids) checks.add(id);
+      n += ids.length;
+    }
+    this.queue = rest;
+    return group;
+  }
+
+  private async write(group: QueuedResults[]): Promise<void> {
+    let outcomes: (Recorded | Error)[];
+    try {
+      this.stats.transactions++;
+      outcomes = await writeResults(this.ctx, group);
+    } catch (err) {
+      if (group.length === 1) {
+        group[0]?.reject(err);
+        return;
+      }
+      // A database error rolled back the whole group: write each submission on its own so
+      // only the one that causes it fails.
+      for (const item of group) {
+        try {
+          this.stats.transactions++;
+          const [one] = await writeResults(this.ctx, [item]);
+          if (one instanceof Error) item.reject(one);
+          else item.resolve(one as Recorded);
+        } catch (e) {
+          item.reject(e);
+        }
+      }
+      return;
+    }
+    group.forEach((item, i) => {
+      const o = outcomes[i];
+      if (o instanceof Error) item.reject(o);
+      else item.resolve(o as Recorded);
+    });
+  }
+}
+
+const writers = new WeakMap<AppContext, ResultWriter>();
+function resultWriter(ctx: AppContext): ResultWriter {
+  let w = writers.get(ctx);
+  if (!w) {
+    w = new ResultWriter(ctx, ctx.db.kind === "pglite" ? 1 : 4);
+    writers.set(ctx, w);
+  }
+  return w;
+}
+
+/** Submissions queued and transactions written so far (benchmarks, tests). */
+export function resultWriterStats(ctx: AppContext): { submissions: number; transactions: number } {
+  return { ...resultWriter(ctx).stats };
+}
+
 /**
  * Record a job's results: complete the job, update every check (last_*, consecutive
  * failures), append service_status rows and time series, then raise/clear alerts.
- * Results for checks not in the job are ignored.
+ * Results for checks not in the job are ignored. Submissions that arrive while another is
+ * being written are committed together (see ResultWriter); this call resolves once its own
+ * results are committed. Call it outside any transaction.
  */
 export async function completeJob(
   ctx: AppContext,
   jobId: string,
-  submission: { agentId: string; gatewayId?: string | null; results: unknown; sweepHosts?: unknown },
+  submission: Submission,
 ): Promise<{ job: PollJobRow; recorded: number }> {
   const results = validResults(submission.results);
+  if (!UUID.test(jobId)) throw new NotFoundError(`poll job ${jobId} not found`);
+  const { job, after, recorded } = await resultWriter(ctx).submit(jobId, submission, results);
+  if (job.metadata?.kind === "sweep") await recordSweep(ctx, job, submission);
+  await recordDiscoveredInterfaces(ctx, after, results, submission, job);
+  await applyAlerts(ctx, after, results);
+  return { job, recorded };
+}
+
+/**
+ * Write a group of submissions in one transaction: lock the jobs, complete them (through the
+ * state machine; a job that cannot complete gets its error and writes nothing), then one
+ * statement updates every check and appends the service_status and time-series rows.
+ * The answer is aligned with `items`.
+ */
+async function writeResults(ctx: AppContext, items: readonly QueuedResults[]): Promise<(Recorded | Error)[]> {
   const now = ctx.now();
-  const { job, after, recorded } = await ctx.db.transaction(async (tx) => {
-    const found = await tx.one<PollJobRow & Record<string, unknown>>(
-      sql`SELECT * FROM poll_jobs WHERE id = ${jobId} FOR UPDATE`,
+  return ctx.db.transaction(async (tx) => {
+    const ids = [...new Set(items.map((i) => i.jobId))];
+    const found = await tx.many<PollJobRow & Record<string, unknown>>(
+      sql`SELECT * FROM poll_jobs WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`,
     );
-    if (!found) throw new NotFoundError(`poll job ${jobId} not found`);
-    let job: PollJobRow = found;
-    if (job.status === "dispatching")
-      job = await transitionJob(tx, jobId, { op: "start", agentId: submission.agentId }, now);
-    const inJob = new Set(job.check_ids ?? []);
-    const mine = results.filter((r) => inJob.has(r.check_id));
-    const success = mine.filter((r) => !FAILING_STATUSES.has(r.status)).length;
-    const completed = await transitionJob(
-      tx,
-      jobId,
-      {
+    const byId = new Map<string, PollJobRow>(found.map((j) => [j.id, j]));
+    const out: (Recorded | Error)[] = new Array(items.length);
+    const planned: { i: number; job: PollJobRow; mine: SubmittedResult[]; ops: TransitionArgs[] }[] = [];
+    items.forEach((item, i) => {
+      const job = byId.get(item.jobId);
+      if (!job) {
+        out[i] = new NotFoundError(`poll job ${item.jobId} not found`);
+        return;
+      }
+      const inJob = new Set(job.check_ids ?? []);
+      const mine = item.results.filter((r) => inJob.has(r.check_id));
+      const success = mine.filter((r) => !FAILING_STATUSES.has(r.status)).length;
+      const ops: TransitionArgs[] = [];
+      if (job.status === "dispatching") ops.push({ op: "start", agentId: item.submission.agentId });
+      ops.push({
         op: "complete",
         successCount: success,
         failureCount: mine.length - success,
@@ -259,141 +439,138 @@ export async function completeJob(
           metrics: r.metrics ?? {},
           started_at: r.started_at ?? null,
         })),
-      },
-      now,
-    );
-    if (mine.length === 0) {
-      await tx.query(sql`UPDATE service_checks SET inflight_job_id = NULL WHERE inflight_job_id = ${jobId}`);
-      return { job: completed, after: [] as CheckAfter[], recorded: 0 };
-    }
-    const ids = mine.map((r) => r.check_id);
-    const statuses = mine.map((r) => r.status);
-    const rts = mine.map((r) => (r.response_time_ms == null ? null : Math.round(r.response_time_ms)));
-    const errors = mine.map((r) => r.error ?? null);
-    const prev = new Map(
-      (
-        await tx.many<{ id: string; consecutive_failures: number; last_result: string | null }>(sql`
-          SELECT id, consecutive_failures, last_result FROM service_checks WHERE id = ANY(${ids}::uuid[]) FOR UPDATE`)
-      ).map((r) => [r.id, r]),
-    );
-    const updated = await tx.many<CheckAfter>(sql`
-      UPDATE service_checks s SET
-        last_check_at = ${now},
-        last_result = v.status,
-        last_response_time_ms = v.rt,
-        last_error = v.err,
-        consecutive_failures = CASE WHEN v.status IN ('critical', 'unknown', 'error') THEN s.consecutive_failures + 1 ELSE 0 END,
-        inflight_job_id = CASE WHEN s.inflight_job_id = ${jobId}::uuid THEN NULL ELSE s.inflight_job_id END,
-        updated_at = ${now}
-      FROM unnest(${ids}::uuid[], ${statuses}::text[], ${rts}::int[], ${errors}::text[]) AS v(id, status, rt, err)
-      WHERE s.id = ANY(${ids}::uuid[]) AND s.id = v.id
-      RETURNING s.id, s.name, s.check_type, s.target, s.port, s.device_uid, s.agent_uid, s.critical_threshold_ms,
-                s.consecutive_failures`);
-    const after = updated.map((u) => ({
-      ...u,
-      prev_failures: prev.get(u.id)?.consecutive_failures ?? 0,
-      prev_result: prev.get(u.id)?.last_result ?? null,
-    }));
-    await tx.query(sql`UPDATE service_checks SET inflight_job_id = NULL WHERE inflight_job_id = ${jobId}`);
-    const byId = new Map(after.map((a) => [a.id, a]));
-    const gatewayId = submission.gatewayId ?? completed.gateway_id;
-    // Bulk inserts through unnest(): a dozen array parameters instead of thousands of scalars.
-    const st = {
-      ts: [] as string[],
-      check: [] as string[],
-      device: [] as (string | null)[],
-      name: [] as string[],
-      type: [] as string[],
-      avail: [] as boolean[],
-      status: [] as string[],
-      rt: [] as (number | null)[],
-      msg: [] as (string | null)[],
-      details: [] as string[],
-      port: [] as (number | null)[],
-    };
-    const ts = {
-      metric: [] as string[],
-      mtype: [] as string[],
-      device: [] as (string | null)[],
-      target: [] as string[],
-      value: [] as number[],
-      unit: [] as (string | null)[],
-      tags: [] as string[],
-    };
-    for (const r of mine) {
-      const c = byId.get(r.check_id);
-      if (!c) continue;
-      const at = r.finished_at ? new Date(r.finished_at) : now;
-      st.ts.push((Number.isNaN(at.getTime()) ? now : at).toISOString());
-      st.check.push(c.id);
-      st.device.push(c.device_uid);
-      st.name.push(c.name);
-      st.type.push(c.check_type);
-      st.avail.push(!FAILING_STATUSES.has(r.status));
-      st.status.push(r.status);
-      st.rt.push(r.response_time_ms);
-      st.msg.push(r.error ?? null);
-      st.details.push(
-        JSON.stringify({
-          target: c.target,
-          metrics: r.metrics ?? {},
-          ...(r.details ?? {}),
-          interfaces: undefined,
-        }),
-      );
-      st.port.push(c.port);
-      const tags = JSON.stringify({
-        service_check_id: c.id,
-        check_name: c.name,
-        check_type: c.check_type,
-        target: c.target,
       });
-      const metricType = c.check_type === "ping" ? "icmp" : c.check_type;
-      // Time series: the response time, plus packet loss for ping (other measurements stay in service_status.details).
-      if (r.response_time_ms != null) {
-        ts.metric.push("response_time_ms");
-        ts.mtype.push(metricType);
-        ts.device.push(c.device_uid);
-        ts.target.push(c.target);
-        ts.value.push(r.response_time_ms);
-        ts.unit.push("ms");
-        ts.tags.push(tags);
+      planned.push({ i, job, mine, ops });
+    });
+    const transitioned = await transitionLockedJobs(tx, planned, now);
+
+    // One row per result of every completed job (unnest() arrays: a fixed number of parameters).
+    const v = {
+      check: [] as string[],
+      job: [] as string[],
+      status: [] as string[],
+      failing: [] as boolean[],
+      rt: [] as (number | null)[],
+      rtInt: [] as (number | null)[],
+      err: [] as (string | null)[],
+      at: [] as string[],
+      details: [] as string[],
+      loss: [] as (number | null)[],
+      agent: [] as string[],
+      gateway: [] as (string | null)[],
+    };
+    const release = { checks: [] as string[], jobs: [] as string[] };
+    const done: { i: number; job: PollJobRow }[] = [];
+    planned.forEach((p, k) => {
+      const t = transitioned[k];
+      if (t instanceof Error || !t) {
+        out[p.i] = t ?? new Error("poll job not transitioned");
+        return;
       }
-      const loss = r.metrics?.packet_loss;
-      if (c.check_type === "ping" && typeof loss === "number") {
-        ts.metric.push("packet_loss");
-        ts.mtype.push(metricType);
-        ts.device.push(c.device_uid);
-        ts.target.push(c.target);
-        ts.value.push(loss);
-        ts.unit.push("%");
-        ts.tags.push(tags);
+      done.push({ i: p.i, job: t });
+      const sub = (items[p.i] as QueuedResults).submission;
+      const gatewayId = sub.gatewayId ?? t.gateway_id;
+      for (const r of p.mine) {
+        const at = r.finished_at ? new Date(r.finished_at) : now;
+        const loss = r.metrics?.packet_loss;
+        v.check.push(r.check_id);
+        v.job.push(t.id);
+        v.status.push(r.status);
+        v.failing.push(FAILING_STATUSES.has(r.status));
+        v.rt.push(r.response_time_ms);
+        v.rtInt.push(r.response_time_ms == null ? null : Math.round(r.response_time_ms));
+        v.err.push(r.error ?? null);
+        v.at.push((Number.isNaN(at.getTime()) ? now : at).toISOString());
+        // service_status.details = {target, metrics, ...details} (target is added in SQL).
+        v.details.push(
+          JSON.stringify({ metrics: r.metrics ?? {}, ...(r.details ?? {}), interfaces: undefined }),
+        );
+        v.loss.push(typeof loss === "number" && Number.isFinite(loss) ? loss : null);
+        v.agent.push(sub.agentId);
+        v.gateway.push(gatewayId);
       }
+      // Checks of the job without a result are released here (the others in the UPDATE below).
+      const answered = new Set(p.mine.map((r) => r.check_id));
+      const missing = (p.job.check_ids ?? []).filter((c) => !answered.has(c));
+      if (missing.length > 0) {
+        release.checks.push(...missing);
+        release.jobs.push(t.id);
+      }
+    });
+
+    let updated: CheckAfter[] = [];
+    if (v.check.length > 0) {
+      // Every part of one statement sees the rows as they were before it, so `prev` holds the
+      // values before this update. Nothing else writes these columns while the job is running:
+      // its checks belong to it, and other paths that touch them (failure, reaper) take the
+      // job row first, which this transaction holds.
+      updated = await tx.many<CheckAfter>(sql`
+        WITH v AS (
+          SELECT * FROM unnest(${v.check}::uuid[], ${v.job}::uuid[], ${v.status}::text[], ${v.failing}::boolean[],
+                               ${v.rt}::float8[], ${v.rtInt}::int[], ${v.err}::text[], ${v.at}::timestamptz[],
+                               ${v.details}::text[], ${v.loss}::float8[], ${v.agent}::text[], ${v.gateway}::text[])
+            WITH ORDINALITY AS v(check_id, job_id, status, failing, rt, rt_int, err, at, details, loss, agent_id, gateway_id, n)
+        ),
+        latest AS (SELECT DISTINCT ON (check_id) * FROM v ORDER BY check_id, n DESC),
+        prev AS MATERIALIZED (
+          SELECT id, consecutive_failures, last_result FROM service_checks WHERE id = ANY(${v.check}::uuid[])
+        ),
+        upd AS (
+          UPDATE service_checks s SET
+            last_check_at = ${now},
+            last_result = l.status,
+            last_response_time_ms = l.rt_int,
+            last_error = l.err,
+            consecutive_failures = CASE WHEN l.failing THEN s.consecutive_failures + 1 ELSE 0 END,
+            inflight_job_id = CASE WHEN s.inflight_job_id = l.job_id THEN NULL ELSE s.inflight_job_id END,
+            updated_at = ${now}
+          FROM latest l
+          WHERE s.id = ANY(${v.check}::uuid[]) AND s.id = l.check_id
+          RETURNING s.id, l.job_id, s.name, s.check_type, s.target, s.port, s.device_uid, s.agent_uid,
+                    s.critical_threshold_ms, s.consecutive_failures
+        ),
+        status_rows AS (
+          INSERT INTO service_status ("timestamp", service_check_id, device_uid, agent_id, gateway_id, service_name,
+            service_type, available, status, response_time_ms, message, details, port, protocol)
+          SELECT v.at, u.id, u.device_uid, v.agent_id, v.gateway_id, u.name, u.check_type, NOT v.failing, v.status,
+                 v.rt, v.err, jsonb_build_object('target', u.target) || v.details::jsonb, u.port, u.check_type
+          FROM v JOIN upd u ON u.id = v.check_id
+        ),
+        -- Time series: the response time, plus packet loss for ping (other measurements stay in
+        -- service_status.details).
+        metric_rows AS (
+          INSERT INTO timeseries_metrics ("timestamp", gateway_id, agent_id, metric_name, metric_type, device_id,
+            target_device_ip, value, unit, tags)
+          SELECT ${now}, v.gateway_id, v.agent_id, m.metric,
+                 CASE WHEN u.check_type = 'ping' THEN 'icmp' ELSE u.check_type END, u.device_uid, u.target, m.value,
+                 m.unit, jsonb_build_object('service_check_id', u.id, 'check_name', u.name, 'check_type', u.check_type,
+                                            'target', u.target)
+          FROM v JOIN upd u ON u.id = v.check_id
+          CROSS JOIN LATERAL (VALUES ('response_time_ms', v.rt, 'ms'),
+                                     ('packet_loss', CASE WHEN u.check_type = 'ping' THEN v.loss END, '%'))
+            AS m(metric, value, unit)
+          WHERE m.value IS NOT NULL
+        )
+        SELECT u.*, p.consecutive_failures AS prev_failures, p.last_result AS prev_result
+        FROM upd u JOIN prev p ON p.id = u.id`);
     }
-    if (st.check.length > 0) {
+    if (release.checks.length > 0) {
       await tx.query(sql`
-        INSERT INTO service_status ("timestamp", service_check_id, device_uid, agent_id, gateway_id, service_name,
-          service_type, available, status, response_time_ms, message, details, port, protocol)
-        SELECT v.ts, v.check, v.device, ${submission.agentId}, ${gatewayId}, v.name, v.type, v.avail, v.status, v.rt,
-               v.msg, v.details::jsonb, v.port, v.type
-        FROM unnest(${st.ts}::timestamptz[], ${st.check}::uuid[], ${st.device}::text[], ${st.name}::text[], ${st.type}::text[],
-                    ${st.avail}::boolean[], ${st.status}::text[], ${st.rt}::float8[], ${st.msg}::text[], ${st.details}::text[],
-                    ${st.port}::int[]) AS v(ts, "check", device, name, type, avail, status, rt, msg, details, port)`);
+        UPDATE service_checks SET inflight_job_id = NULL
+        WHERE id = ANY(${release.checks}::uuid[]) AND inflight_job_id = ANY(${release.jobs}::uuid[])`);
     }
-    if (ts.metric.length > 0) {
-      await tx.query(sql`
-        INSERT INTO timeseries_metrics ("timestamp", gateway_id, agent_id, metric_name, metric_type, device_id,
-          target_device_ip, value, unit, tags)
-        SELECT ${now}, ${gatewayId}, ${submission.agentId}, v.metric, v.mtype, v.device, v.target, v.value, v.unit, v.tags::jsonb
-        FROM unnest(${ts.metric}::text[], ${ts.mtype}::text[], ${ts.device}::text[], ${ts.target}::text[], ${ts.value}::float8[],
-                    ${ts.unit}::text[], ${ts.tags}::text[]) AS v(metric, mtype, device, target, value, unit, tags)`);
+    const afterByJob = new Map<string, CheckAfter[]>();
+    for (const c of updated) {
+      const list = afterByJob.get(c.job_id) ?? [];
+      list.push(c);
+      afterByJob.set(c.job_id, list);
     }
-    return { job: completed, after, recorded: after.length };
+    for (const { i, job } of done) {
+      const after = afterByJob.get(job.id) ?? [];
+      out[i] = { job, after, recorded: after.length };
+    }
+    return out;
   });
-  if (job.metadata?.kind === "sweep") await recordSweep(ctx, job, submission);
-  await recordDiscoveredInterfaces(ctx, after, results, submission, job);
-  await applyAlerts(ctx, after, results);
-  return { job, recorded };
 }
 
 /** A finished network sweep: live hosts become device sightings (inventory ingestion). */

@@ -8,9 +8,13 @@ import {
   nextStatus,
   POLL_JOB_STATUSES,
   type PollJobOperation,
+  type PollJobRow,
   planTransition,
+  planTransitions,
   TRANSITIONS,
   transitionJob,
+  transitionJobs,
+  transitionLockedJobs,
 } from "./poll-job-state.ts";
 
 const T0 = new Date("2026-01-01T00:00:00Z");
@@ -88,6 +92,29 @@ describe("poll job transitions (pure)", () => {
     expect(canRetry({ ...job, retry_count: 2 })).toBe(true);
   });
 
+  it("plans a sequence of operations on one row (start then complete from dispatching)", () => {
+    const dispatched = new Date(T0.getTime() - 2000);
+    const changes = planTransitions(
+      { status: "dispatching", retry_count: 0, max_retries: 3, started_at: null, dispatched_at: dispatched },
+      [
+        { op: "start", agentId: "a1" },
+        { op: "complete", successCount: 1, failureCount: 0, results: [] },
+      ],
+      T0,
+    );
+    expect(changes).toMatchObject({ status: "completed", agent_id: "a1", started_at: T0, duration_ms: 0 });
+    expect(() =>
+      planTransitions(
+        { status: "pending", retry_count: 0, max_retries: 3, started_at: null, dispatched_at: null },
+        [
+          { op: "start", agentId: "a1" },
+          { op: "complete", successCount: 0, failureCount: 0, results: [] },
+        ],
+        T0,
+      ),
+    ).toThrow(InvalidTransitionError);
+  });
+
   it("cancel uses the reason or a default message", () => {
     const job = {
       status: "pending" as const,
@@ -158,5 +185,64 @@ describe("poll job transitions (database)", () => {
     await transitionJob(db, id, { op: "timeout" }, T0);
     const job = await transitionJob(db, id, { op: "retry" }, T0);
     expect(job).toMatchObject({ status: "pending", retry_count: 1, agent_id: null, gateway_id: null });
+  });
+
+  it("dispatches several jobs in one statement, or none when one of them cannot move", async () => {
+    const a = await newJob();
+    const b = await newJob();
+    const rows = await transitionJobs(db, [b, a], { op: "dispatch", gatewayId: "gw-2" }, T0);
+    expect(rows.map((r) => [r.id, r.status, r.gateway_id])).toEqual([
+      [b, "dispatching", "gw-2"],
+      [a, "dispatching", "gw-2"],
+    ]);
+    const c = await newJob();
+    await expect(
+      db.transaction((tx) => transitionJobs(tx, [c, a], { op: "dispatch", gatewayId: "gw-3" }, T0)),
+    ).rejects.toThrow("cannot dispatch from state 'dispatching'");
+    const after = await db.one<{ status: string }>(sql`SELECT status FROM poll_jobs WHERE id = ${c}`);
+    expect(after?.status).toBe("pending"); // rolled back with the transaction
+    await expect(
+      transitionJobs(db, ["00000000-0000-4000-8000-000000000000"], { op: "start", agentId: "x" }, T0),
+    ).rejects.toThrow("not found");
+    await expect(
+      transitionJobs(db, [a], { op: "complete", successCount: 0, failureCount: 0, results: [] }, T0),
+    ).rejects.toThrow("needs the job row");
+  });
+
+  it("completes locked jobs together; an illegal one gets its error and stays unchanged", async () => {
+    const dispatching = await newJob();
+    await transitionJob(db, dispatching, { op: "dispatch", gatewayId: "gw-1" }, T0);
+    const running = await newJob();
+    await transitionJob(db, running, { op: "dispatch", gatewayId: "gw-1" }, T0);
+    await transitionJob(db, running, { op: "start", agentId: "a0" }, T0);
+    const pending = await newJob();
+    const later = new Date(T0.getTime() + 250);
+    const out = await db.transaction(async (tx) => {
+      const locked = await tx.many<PollJobRow & Record<string, unknown>>(
+        sql`SELECT * FROM poll_jobs WHERE id = ANY(${[dispatching, running, pending]}::uuid[]) FOR UPDATE`,
+      );
+      const row = (id: string) => locked.find((l) => l.id === id) as PollJobRow;
+      const complete = { op: "complete" as const, successCount: 1, failureCount: 0, results: [{ n: 1 }] };
+      return transitionLockedJobs(
+        tx,
+        [
+          { job: row(dispatching), ops: [{ op: "start", agentId: "a1" }, complete] },
+          { job: row(pending), ops: [complete] },
+          { job: row(running), ops: [complete] },
+        ],
+        later,
+      );
+    });
+    expect(out[0]).toMatchObject({
+      id: dispatching,
+      status: "completed",
+      agent_id: "a1",
+      results: [{ n: 1 }],
+    });
+    expect(out[1]).toBeInstanceOf(InvalidTransitionError);
+    expect(out[2]).toMatchObject({ id: running, status: "completed", agent_id: "a0", duration_ms: 250 });
+    expect((out[2] as PollJobRow).completed_at?.getTime()).toBe(later.getTime());
+    const p = await db.one<{ status: string }>(sql`SELECT status FROM poll_jobs WHERE id = ${pending}`);
+    expect(p?.status).toBe("pending");
   });
 });

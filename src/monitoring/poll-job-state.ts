@@ -1,7 +1,9 @@
 /**
  * The poll-job state machine (reference §2.3). This module is the ONLY place that changes a
  * poll job's `status`: every other module calls `transitionJob`, which locks the row, checks
- * the transition, computes the side effects and writes them in one UPDATE.
+ * the transition, computes the side effects and writes them in one UPDATE — or, for many jobs
+ * at once, `transitionJobs` (status-only operations by id) and `transitionLockedJobs` (rows
+ * the caller locked), which write them set-based.
  *
  *   pending → dispatching → running → completed | failed | timeout
  *   pending | dispatching → cancelled        dispatching → failed
@@ -9,7 +11,7 @@
  */
 import { InvalidTransitionError, NotFoundError } from "../kernel/errors.ts";
 import type { Queryable } from "../storage/db.ts";
-import { sql } from "../storage/sql.ts";
+import { join, raw, sql } from "../storage/sql.ts";
 
 export const POLL_JOB_STATUSES = [
   "pending",
@@ -171,27 +173,66 @@ export function planTransition(
   }
 }
 
-const COLUMNS: ReadonlySet<string> = new Set([
-  "status",
-  "gateway_id",
-  "agent_id",
-  "dispatched_at",
-  "started_at",
-  "completed_at",
-  "duration_ms",
-  "success_count",
-  "failure_count",
-  "results",
-  "error_message",
-  "error_code",
-  "retry_count",
-  "available_at",
-]);
+/** The columns a transition may write, with their SQL types (for set-based writes). */
+const COLUMN_TYPES: Readonly<Record<string, string>> = {
+  status: "text",
+  gateway_id: "text",
+  agent_id: "text",
+  dispatched_at: "timestamptz",
+  started_at: "timestamptz",
+  completed_at: "timestamptz",
+  duration_ms: "int",
+  success_count: "int",
+  failure_count: "int",
+  results: "jsonb",
+  error_message: "text",
+  error_code: "text",
+  retry_count: "int",
+  available_at: "timestamptz",
+};
+
+/**
+ * Operations whose changes depend only on the current status (not on other columns): they
+ * are written with one guarded `UPDATE … WHERE status = ANY(<from>)`, without reading first.
+ */
+const STATUS_ONLY: ReadonlySet<PollJobOperation> = new Set(["dispatch", "start", "cancel"]);
+
+/** Plan `ops` applied in order to `job` (e.g. start then complete); the merged changes. */
+export function planTransitions(
+  job: Pick<PollJobRow, "status" | "retry_count" | "max_retries" | "started_at" | "dispatched_at">,
+  ops: readonly TransitionArgs[],
+  now: Date,
+): Partial<PollJobRow> {
+  let current = { ...job };
+  let changes: Partial<PollJobRow> = {};
+  for (const args of ops) {
+    const step = planTransition(current, args, now);
+    changes = { ...changes, ...step };
+    current = { ...current, ...step };
+  }
+  return changes;
+}
+
+function checkedColumns(changes: Partial<PollJobRow>): [string, unknown][] {
+  const out: [string, unknown][] = [];
+  for (const [k, v] of Object.entries(changes)) {
+    if (!(k in COLUMN_TYPES)) throw new Error(`poll job column ${k} is not writable by a transition`);
+    out.push([k, k === "results" ? JSON.stringify(v) : v]);
+  }
+  return out;
+}
+
+async function refuse(q: Queryable, id: string, op: PollJobOperation): Promise<never> {
+  const current = await q.one<{ status: PollJobStatus }>(sql`SELECT status FROM poll_jobs WHERE id = ${id}`);
+  if (!current) throw new NotFoundError(`poll job ${id} not found`);
+  throw new InvalidTransitionError(op, current.status);
+}
 
 /**
  * Lock the job, apply the transition and return the updated row. Must run inside a
  * transaction when the caller does more work atomically with it; on its own the single
  * `UPDATE … WHERE status = <seen>` is still safe against concurrent transitions.
+ * Status-only operations (dispatch, start, cancel) are one guarded UPDATE.
  */
 export async function transitionJob(
   q: Queryable,
@@ -199,18 +240,17 @@ export async function transitionJob(
   args: TransitionArgs,
   now: Date,
 ): Promise<PollJobRow> {
+  if (STATUS_ONLY.has(args.op)) {
+    const [row] = await transitionJobs(q, [id], args, now);
+    return row as PollJobRow;
+  }
   const job = await q.one<PollJobRow & Record<string, unknown>>(
     sql`SELECT * FROM poll_jobs WHERE id = ${id} FOR UPDATE`,
   );
   if (!job) throw new NotFoundError(`poll job ${id} not found`);
-  const changes = planTransition(job, args, now);
-  const sets = [];
-  for (const [k, v] of Object.entries(changes)) {
-    if (!COLUMNS.has(k)) throw new Error(`poll job column ${k} is not writable by a transition`);
-    sets.push({ k, v: k === "results" ? JSON.stringify(v) : v });
-  }
+  const sets = checkedColumns(planTransition(job, args, now));
   const values: unknown[] = [id, job.status, now];
-  const assignments = sets.map(({ k, v }) => {
+  const assignments = sets.map(([k, v]) => {
     values.push(v);
     return `${k} = $${values.length}${k === "results" ? "::jsonb" : ""}`;
   });
@@ -218,12 +258,117 @@ export async function transitionJob(
     `UPDATE poll_jobs SET ${assignments.join(", ")}, updated_at = $3 WHERE id = $1 AND status = $2 RETURNING *`,
     values,
   );
-  if (!updated) {
-    // Someone moved it between our read and write (only possible outside a transaction).
-    const current = await q.one<{ status: PollJobStatus }>(
-      sql`SELECT status FROM poll_jobs WHERE id = ${id}`,
-    );
-    throw new InvalidTransitionError(args.op, current?.status ?? "unknown");
-  }
+  // Someone moved it between our read and write (only possible outside a transaction).
+  if (!updated) return refuse(q, id, args.op);
   return updated;
+}
+
+/**
+ * A status-only operation (dispatch, start, cancel) on several jobs in one UPDATE; rows come
+ * back in the order of `ids`. Throws InvalidTransitionError (nothing written when the caller
+ * runs it in a transaction) if any job is not in a status the operation accepts.
+ */
+export async function transitionJobs(
+  q: Queryable,
+  ids: readonly string[],
+  args: TransitionArgs,
+  now: Date,
+): Promise<PollJobRow[]> {
+  if (!STATUS_ONLY.has(args.op)) throw new Error(`${args.op} needs the job row: use transitionJob`);
+  if (ids.length === 0) return [];
+  const from = TRANSITIONS[args.op].from;
+  // The plan is the same from every accepted status (that is what makes the op status-only).
+  const sets = checkedColumns(
+    planTransition(
+      {
+        status: from[0] as PollJobStatus,
+        retry_count: null,
+        max_retries: null,
+        started_at: null,
+        dispatched_at: null,
+      },
+      args,
+      now,
+    ),
+  );
+  const assignments = join(sets.map(([k, v]) => sql`${raw(k)} = ${v}`));
+  const rows = await q.many<PollJobRow & Record<string, unknown>>(sql`
+    UPDATE poll_jobs SET ${assignments}, updated_at = ${now}
+    WHERE id = ANY(${[...ids]}::uuid[]) AND status = ANY(${[...from]}::text[]) RETURNING *`);
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const id of ids) if (!byId.has(id)) await refuse(q, id, args.op);
+  return ids.map((id) => byId.get(id) as PollJobRow);
+}
+
+/**
+ * Apply `ops` to jobs the caller has already locked (`SELECT … FOR UPDATE` in the same
+ * transaction), writing all of them with one UPDATE per set of changed columns. The answer is
+ * aligned with `items`: the updated row, or the error (InvalidTransitionError…) that kept the
+ * job unchanged — one job's illegal transition does not stop the others.
+ */
+export async function transitionLockedJobs(
+  q: Queryable,
+  items: readonly { job: PollJobRow; ops: readonly TransitionArgs[] }[],
+  now: Date,
+): Promise<(PollJobRow | Error)[]> {
+  const out: (PollJobRow | Error)[] = new Array(items.length);
+  const groups = new Map<
+    string,
+    { cols: string[]; rows: { i: number; id: string; seen: string; vals: unknown[] }[] }
+  >();
+  items.forEach(({ job, ops }, i) => {
+    let sets: [string, unknown][];
+    try {
+      sets = checkedColumns(planTransitions(job, ops, now));
+    } catch (err) {
+      out[i] = err as Error;
+      return;
+    }
+    sets.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const cols = sets.map(([k]) => k);
+    const key = cols.join(",");
+    const g = groups.get(key) ?? { cols, rows: [] };
+    g.rows.push({
+      i,
+      id: job.id,
+      seen: job.status,
+      vals: sets.map(([, v]) => (v instanceof Date ? v.toISOString() : v)),
+    });
+    groups.set(key, g);
+  });
+  for (const { cols, rows } of groups.values()) {
+    const cast = (k: string) => (COLUMN_TYPES[k] === "jsonb" ? "::jsonb" : "");
+    let updated: PollJobRow[];
+    const only = rows.length === 1 ? rows[0] : undefined;
+    if (only) {
+      // One job: plain parameters (PGlite plans this in a fraction of the unnest() form).
+      const values: unknown[] = [now, only.id, only.seen, ...only.vals];
+      const assignments = cols.map((k, c) => `${k} = $${c + 4}${cast(k)}`);
+      updated = await q.many<PollJobRow & Record<string, unknown>>(
+        `UPDATE poll_jobs SET ${assignments.join(", ")}, updated_at = $1 WHERE id = $2 AND status = $3 RETURNING *`,
+        values,
+      );
+    } else {
+      const values: unknown[] = [now, rows.map((r) => r.id), rows.map((r) => r.seen)];
+      const arrays = cols.map((k, c) => {
+        values.push(rows.map((r) => r.vals[c]));
+        return `$${values.length}::${COLUMN_TYPES[k] === "jsonb" ? "text" : COLUMN_TYPES[k]}[]`;
+      });
+      const assignments = cols.map((k) => `${k} = v.${k}${cast(k)}`);
+      updated = await q.many<PollJobRow & Record<string, unknown>>(
+        `UPDATE poll_jobs p SET ${assignments.join(", ")}, updated_at = $1
+         FROM unnest($2::uuid[], $3::text[], ${arrays.join(", ")}) AS v(id, seen, ${cols.join(", ")})
+         WHERE p.id = v.id AND p.status = v.seen RETURNING p.*`,
+        values,
+      );
+    }
+    const byId = new Map(updated.map((u) => [u.id, u]));
+    for (const r of rows) {
+      const u = byId.get(r.id);
+      // The caller holds the row lock, so the status cannot have moved: a bug, not a race.
+      if (!u) throw new Error(`poll job ${r.id} changed while locked`);
+      out[r.i] = u;
+    }
+  }
+  return out;
 }

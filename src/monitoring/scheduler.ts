@@ -63,11 +63,50 @@ export interface TickResult {
   checks: number;
 }
 
-/** Create poll jobs for every due check. Runs in one transaction; safe to call concurrently. */
+/** How often the scheduler vacuums its tables on PGlite (see maintainSchedulerTables). */
+export const PGLITE_VACUUM_INTERVAL_MS = 60_000;
+const lastVacuum = new WeakMap<object, number>();
+
+/**
+ * PGlite runs PostgreSQL as a single-user backend: there is no autovacuum, so nothing ever
+ * reclaims dead row versions or collects planner statistics. The scheduler's tables are the
+ * most rewritten in the system (every check is updated twice per interval, every poll job
+ * four times): without this, 10,000 checks made service_checks 17× larger in 30 intervals,
+ * still growing (bench/monitoring/RESULTS.md §3); and without statistics the planner answers
+ * `id = ANY(…)` lookups on service_checks with sequential scans. poll_jobs is vacuumed but
+ * not analyzed: it keeps days of finished jobs, and sampling it took ~300 ms at 300,000 jobs
+ * (the vacuum itself a few ms), while its queries go through partial indexes anyway.
+ * Runs at most once per PGLITE_VACUUM_INTERVAL_MS (unless `force`), outside any transaction
+ * (VACUUM cannot run in one). PostgreSQL's autovacuum does this itself: a no-op there.
+ */
+export async function maintainSchedulerTables(
+  ctx: AppContext,
+  opts: { force?: boolean } = {},
+): Promise<boolean> {
+  if (ctx.db.kind !== "pglite") return false;
+  const last = lastVacuum.get(ctx.db);
+  if (!opts.force && last !== undefined && Date.now() - last < PGLITE_VACUUM_INTERVAL_MS) return false;
+  lastVacuum.set(ctx.db, Date.now());
+  try {
+    await ctx.db.query("VACUUM (ANALYZE) service_checks");
+    await ctx.db.query("VACUUM poll_jobs");
+    return true;
+  } catch (err) {
+    ctx.log.warn({ err }, "could not vacuum the scheduler's tables");
+    return false;
+  }
+}
+
+/**
+ * Create poll jobs for every due check. Runs in one transaction; safe to call concurrently.
+ * On PGlite it first vacuums the scheduler's tables when that is due (maintainSchedulerTables;
+ * `maintain: false` skips it), so call it outside any transaction.
+ */
 export async function scheduleDue(
   ctx: AppContext,
-  opts: { batch?: number; limit?: number } = {},
+  opts: { batch?: number; limit?: number; maintain?: boolean } = {},
 ): Promise<TickResult> {
+  if (opts.maintain !== false) await maintainSchedulerTables(ctx);
   const now = ctx.now();
   const batch = opts.batch ?? DEFAULT_BATCH;
   // Bounded per tick: one tick is one transaction, and on PGlite it holds the only connection.
@@ -84,10 +123,13 @@ export async function scheduleDue(
         WHERE id = ANY(${fresh.map((f) => f.id)}::uuid[])`);
     }
     const sweepJobs = await scheduleSweeps(tx, now);
+    // Read without locking: the UPDATE below takes each check only if it is still due and
+    // free (a concurrent scheduler's claim makes it skip the row), and jobs are built from
+    // the checks it actually took. One pass over the rows instead of a lock pass and a write pass.
     const due = await tx.many<DueRow>(sql`
       SELECT id, interval_seconds, timeout_seconds, schedule_id, agent_uid, next_run_at FROM service_checks
       WHERE enabled AND inflight_job_id IS NULL AND next_run_at <= ${now}
-      ORDER BY next_run_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
+      ORDER BY next_run_at LIMIT ${limit}`);
     if (due.length === 0) return { jobs: sweepJobs, checks: 0 };
 
     const schedules = new Map<string, { id: string; name: string; priority: number; timeout: number }>();
@@ -119,14 +161,16 @@ export async function scheduleDue(
         checks: DueRow[];
       }
     >();
+    const skipped: { id: string; next: string }[] = [];
     for (const d of due) {
       let schedule: { id: string; name: string; priority: number; timeout: number | null } | undefined =
         d.schedule_id ? schedules.get(d.schedule_id) : undefined;
       if (d.schedule_id && !schedule) {
         // Disabled schedule: skip this round, keep the phase.
-        await tx.query(
-          sql`UPDATE service_checks SET next_run_at = ${advance(d.next_run_at ?? now, d.interval_seconds, now)} WHERE id = ${d.id}`,
-        );
+        skipped.push({
+          id: d.id,
+          next: advance(d.next_run_at ?? now, d.interval_seconds, now).toISOString(),
+        });
         continue;
       }
       if (!schedule) {
@@ -142,35 +186,77 @@ export async function scheduleDue(
       g.checks.push(d);
       groups.set(key, g);
     }
-    let jobs = 0;
-    let checks = 0;
+    if (skipped.length > 0) {
+      await tx.query(sql`
+        UPDATE service_checks s SET next_run_at = v.next
+        FROM unnest(${skipped.map((k) => k.id)}::uuid[], ${skipped.map((k) => k.next)}::timestamptz[]) AS v(id, next)
+        WHERE s.id = v.id`);
+    }
+    // All jobs of the tick and all their checks in one statement.
+    const job = {
+      id: [] as string[],
+      schedule: [] as string[],
+      name: [] as string[],
+      priority: [] as number[],
+      timeout: [] as number[],
+      agent: [] as (string | null)[],
+      meta: [] as string[],
+    };
+    const flat = { check: [] as string[], job: [] as string[] };
     for (const g of groups.values()) {
       for (let i = 0; i < g.checks.length; i += batch) {
         const part = g.checks.slice(i, i + batch);
         const id = randomUUID();
-        const ids = part.map((p) => p.id);
         const maxTimeout = Math.max(...part.map((p) => p.timeout_seconds));
-        const timeout = Math.max(g.schedule.timeout ?? 0, maxTimeout + 5);
         const dueAt = part.reduce(
           (m, p) => Math.min(m, (p.next_run_at ?? now).getTime()),
           Number.POSITIVE_INFINITY,
         );
-        await tx.query(sql`
+        job.id.push(id);
+        job.schedule.push(g.schedule.id);
+        job.name.push(g.schedule.name);
+        job.priority.push(g.schedule.priority);
+        job.timeout.push(Math.max(g.schedule.timeout ?? 0, maxTimeout + 5));
+        job.agent.push(g.agent);
+        job.meta.push(JSON.stringify({ due_at: new Date(dueAt).toISOString() }));
+        for (const p of part) {
+          flat.check.push(p.id);
+          flat.job.push(id);
+        }
+      }
+    }
+    let jobs = 0;
+    let checks = 0;
+    if (job.id.length > 0) {
+      // Advance each check by whole intervals from its own due time (keeps the spread).
+      // Same rule as advance(): whole intervals after the due time, strictly after now.
+      const made = await tx.one<{ jobs: number; checks: number }>(sql`
+        WITH taken AS (
+          UPDATE service_checks s SET inflight_job_id = v.job,
+            next_run_at = s.next_run_at + make_interval(secs => s.interval_seconds *
+              (floor(extract(epoch FROM (${now}::timestamptz - s.next_run_at)) / s.interval_seconds) + 1))
+          FROM unnest(${flat.check}::uuid[], ${flat.job}::uuid[]) WITH ORDINALITY AS v(id, job, ord)
+          WHERE s.id = ANY(${flat.check}::uuid[]) AND s.id = v.id
+            AND s.enabled AND s.inflight_job_id IS NULL AND s.next_run_at <= ${now}
+          RETURNING s.id, v.job, v.ord
+        ),
+        per_job AS (
+          SELECT job, array_agg(id ORDER BY ord) AS ids, count(*)::int AS n FROM taken GROUP BY job
+        ),
+        inserted AS (
           INSERT INTO poll_jobs (id, schedule_id, schedule_name, status, check_count, check_ids, priority,
                                  timeout_seconds, target_agent_uid, available_at, inserted_at, updated_at, metadata)
-          VALUES (${id}, ${g.schedule.id}, ${g.schedule.name}, 'pending', ${part.length}, ${ids}::uuid[],
-                  ${g.schedule.priority}, ${timeout}, ${g.agent}, ${now}, ${now}, ${now},
-                  ${JSON.stringify({ due_at: new Date(dueAt).toISOString() })}::jsonb)`);
-        // Advance each check by whole intervals from its own due time (keeps the spread).
-        // Same rule as advance(): whole intervals after the due time, strictly after now.
-        await tx.query(sql`
-          UPDATE service_checks SET inflight_job_id = ${id},
-            next_run_at = next_run_at + make_interval(secs => interval_seconds *
-              (floor(extract(epoch FROM (${now}::timestamptz - next_run_at)) / interval_seconds) + 1))
-          WHERE id = ANY(${ids}::uuid[])`);
-        jobs++;
-        checks += part.length;
-      }
+          SELECT j.id, j.schedule, j.name, 'pending', p.n, p.ids, j.priority, j.timeout, j.agent,
+                 ${now}, ${now}, ${now}, j.meta::jsonb
+          FROM unnest(${job.id}::uuid[], ${job.schedule}::uuid[], ${job.name}::text[], ${job.priority}::int[],
+                      ${job.timeout}::int[], ${job.agent}::text[], ${job.meta}::text[])
+                 AS j(id, schedule, name, priority, timeout, agent, meta)
+          JOIN per_job p ON p.job = j.id
+          RETURNING check_count
+        )
+        SELECT count(*)::int AS jobs, coalesce(sum(check_count), 0)::int AS checks FROM inserted`);
+      jobs = made?.jobs ?? 0;
+      checks = made?.checks ?? 0;
     }
     const touched = [...new Set([...groups.values()].map((g) => g.schedule.id))];
     if (touched.length > 0) {
