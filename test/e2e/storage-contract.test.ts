@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Db } from "../../src/storage/db.ts";
+import type { Db, Queryable } from "../../src/storage/db.ts";
 import { DbError, isUniqueViolation } from "../../src/storage/db-error.ts";
+import { PostgresDb } from "../../src/storage/postgres/client.ts";
 import { sql } from "../../src/storage/sql.ts";
 import { createTestDatabase, testBackend } from "../helpers/database.ts";
 
@@ -157,5 +158,177 @@ describe(`nested use of the database inside a transaction (${testBackend()})`, (
     const names = (await db.many<{ name: string }>("SELECT name FROM nest")).map((r) => r.name);
     expect(names).toContain("kept");
     expect(names).not.toContain("dropped");
+  });
+});
+
+describe(`repeated statements (server-side prepared on PostgreSQL) (${testBackend()})`, () => {
+  let db: Db;
+  let url: string | null;
+  beforeAll(async () => {
+    ({ db, url } = await createTestDatabase());
+    await db.query("CREATE TABLE prep (id integer PRIMARY KEY, name text NOT NULL UNIQUE)");
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it("answers the same through the pool and inside transactions, across errors", async () => {
+    for (let i = 1; i <= 6; i++) await db.query(sql`INSERT INTO prep (id, name) VALUES (${i}, ${`n${i}`})`);
+    const read = (q: Queryable, id: number) =>
+      q.one<{ name: string }>(sql`SELECT name FROM prep WHERE id = ${id}`);
+    for (let i = 1; i <= 6; i++) expect((await read(db, i))?.name).toBe(`n${i}`);
+    // A statement error (here a unique violation of a prepared INSERT) leaves the statement usable.
+    const dup = await db.query(sql`INSERT INTO prep (id, name) VALUES (${7}, ${"n1"})`).catch((e) => e);
+    expect(isUniqueViolation(dup)).toBe(true);
+    await db.query(sql`INSERT INTO prep (id, name) VALUES (${7}, ${"n7"})`);
+    await db
+      .transaction(async (tx) => {
+        expect((await read(tx, 7))?.name).toBe("n7");
+        await tx.query(sql`INSERT INTO prep (id, name) VALUES (${8}, ${"n8"})`);
+        expect((await read(tx, 8))?.name).toBe("n8");
+        throw new Error("roll back");
+      })
+      .catch(() => {});
+    expect(await read(db, 8)).toBeUndefined();
+    await db.transaction(async (tx) => {
+      await tx.query(sql`INSERT INTO prep (id, name) VALUES (${8}, ${"n8"})`);
+    });
+    expect((await read(db, 8))?.name).toBe("n8");
+  });
+
+  it("keeps answering after a migration changes the shape of a table read with *", async () => {
+    const all = () => db.many(sql`SELECT * FROM prep WHERE id <= ${2} ORDER BY id`);
+    // Enough uses that every pooled connection has the statement prepared.
+    await Promise.all(Array.from({ length: 20 }, all));
+    await db.query("ALTER TABLE prep ADD COLUMN extra text DEFAULT 'x'");
+    const rows = await Promise.all(Array.from({ length: 20 }, all));
+    for (const r of rows)
+      expect(r).toEqual([
+        { id: 1, name: "n1", extra: "x" },
+        { id: 2, name: "n2", extra: "x" },
+      ]);
+  });
+
+  it.runIf(testBackend() === "postgres")(
+    "prepares a text once it repeats, at most N per connection",
+    async () => {
+      const one = await PostgresDb.open({
+        connectionString: url as string,
+        poolSize: 1,
+        preparedStatements: 3,
+      });
+      try {
+        const prepared = async () =>
+          (
+            await one.many<{ statement: string }>(
+              "SELECT statement FROM pg_prepared_statements WHERE name LIKE 'netmon_%' ORDER BY statement",
+            )
+          ).map((r) => r.statement);
+        await one.one(sql`SELECT name FROM prep WHERE id = ${1}`);
+        expect(await prepared()).toEqual([]); // seen once: not prepared
+        await one.one(sql`SELECT name FROM prep WHERE id = ${2}`);
+        expect(await prepared()).toEqual(["SELECT name FROM prep WHERE id = $1"]);
+        for (const col of ["id", "name", "id + 1", "length(name)", "upper(name)"]) {
+          for (let i = 0; i < 3; i++) await one.one(`SELECT ${col} FROM prep WHERE id = $1`, [1]);
+        }
+        expect((await prepared()).length).toBe(3);
+        // Beyond the cap statements still run (unnamed).
+        expect(await one.one("SELECT upper(name) AS u FROM prep WHERE id = $1", [3])).toEqual({ u: "N3" });
+      } finally {
+        await one.close();
+      }
+    },
+  );
+
+  it.runIf(testBackend() === "postgres")(
+    "recovers when a pooler deallocated the statements behind its back",
+    async () => {
+      const one = await PostgresDb.open({ connectionString: url as string, poolSize: 1 });
+      try {
+        for (let i = 0; i < 3; i++) await one.one(sql`SELECT name FROM prep WHERE id = ${1}`);
+        await one.query("DEALLOCATE ALL"); // what a pooler's DISCARD ALL does
+        expect(await one.one(sql`SELECT name FROM prep WHERE id = ${1}`)).toEqual({ name: "n1" });
+        expect(await one.one(sql`SELECT name FROM prep WHERE id = ${2}`)).toEqual({ name: "n2" });
+      } finally {
+        await one.close();
+      }
+    },
+  );
+
+  it.runIf(testBackend() === "postgres")("can be turned off", async () => {
+    const off = await PostgresDb.open({
+      connectionString: url as string,
+      poolSize: 1,
+      preparedStatements: 0,
+    });
+    try {
+      for (let i = 0; i < 5; i++) await off.one(sql`SELECT name FROM prep WHERE id = ${1}`);
+      const n = await off.one<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'netmon_%'",
+      );
+      expect(n?.n).toBe(0);
+    } finally {
+      await off.close();
+    }
+  });
+});
+
+describe(`listen (${testBackend()})`, () => {
+  let db: Db;
+  let url: string | null;
+  beforeAll(async () => {
+    ({ db, url } = await createTestDatabase());
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  const until = async (what: () => boolean) => {
+    for (let i = 0; i < 200 && !what(); i++) await new Promise((r) => setTimeout(r, 25));
+    return what();
+  };
+
+  it("reports listening, and hears NOTIFY from another connection (PostgreSQL)", async () => {
+    const heard: string[] = [];
+    const states: boolean[] = [];
+    const stop = await db.listen("contract_channel", {
+      onNotify: (p) => heard.push(p),
+      onState: (s) => states.push(s),
+    });
+    try {
+      expect(states).toEqual([true]);
+      if (db.kind !== "postgres") return;
+      const other = await PostgresDb.open({ connectionString: url as string, poolSize: 1 });
+      try {
+        await other.query("SELECT pg_notify('contract_channel', 'hello')");
+        await other.query("SELECT pg_notify('another_channel', 'not for us')");
+      } finally {
+        await other.close();
+      }
+      expect(await until(() => heard.length > 0)).toBe(true);
+      expect(heard).toEqual(["hello"]);
+    } finally {
+      await stop();
+    }
+  });
+
+  it.runIf(testBackend() === "postgres")("reconnects after losing its connection", async () => {
+    const heard: string[] = [];
+    const states: boolean[] = [];
+    const stop = await db.listen("contract_reconnect", {
+      onNotify: (p) => heard.push(p),
+      onState: (s) => states.push(s),
+    });
+    try {
+      await db.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE '%-listen'",
+      );
+      expect(await until(() => states.length >= 3)).toBe(true);
+      expect(states).toEqual([true, false, true]);
+      await db.query("SELECT pg_notify('contract_reconnect', 'again')");
+      expect(await until(() => heard.length > 0)).toBe(true);
+    } finally {
+      await stop();
+    }
   });
 });
