@@ -2,7 +2,6 @@ import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import { raw, sql } from "../storage/sql.ts";
 import type { Actor } from "./actor.ts";
-import { changingAccess, credentialCache } from "./credential-cache.ts";
 import { USER_ACTOR_COLUMNS, USER_ACTOR_JOIN, type UserActorRow, userActor } from "./principal.ts";
 import { requireRbacAdmin } from "./role-profiles.ts";
 import { findUserById } from "./users.ts";
@@ -70,13 +69,11 @@ export async function createApiKey(
     }
   }
   const key = `nmk_${randomToken(32)}`;
-  const record = await changingAccess(ctx.db, () =>
-    ctx.db.one<ApiKeyRow>(sql`
-      INSERT INTO api_keys (name, key_hash, key_prefix, user_id, created_by, created_at, expires_at)
-      VALUES (${name}, ${sha256Hex(key)}, ${key.slice(0, 8)}, ${ownerId},
-              ${actor.kind === "user" ? actor.id : null}, ${ctx.now()}, ${expiresAt})
-      RETURNING ${COLUMNS}`),
-  );
+  const record = await ctx.db.one<ApiKeyRow>(sql`
+    INSERT INTO api_keys (name, key_hash, key_prefix, user_id, created_by, created_at, expires_at)
+    VALUES (${name}, ${sha256Hex(key)}, ${key.slice(0, 8)}, ${ownerId},
+            ${actor.kind === "user" ? actor.id : null}, ${ctx.now()}, ${expiresAt})
+    RETURNING ${COLUMNS}`);
   return { key, record: record as ApiKeyRow };
 }
 
@@ -88,46 +85,31 @@ export async function listApiKeys(ctx: AppContext, actor: Actor): Promise<ApiKey
 export async function revokeApiKey(ctx: AppContext, actor: Actor, id: string): Promise<ApiKeyRow> {
   requireRbacAdmin(actor);
   const row = isUuid(id)
-    ? await changingAccess(ctx.db, () =>
-        ctx.db.one<ApiKeyRow>(sql`
-          UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${ctx.now()}) WHERE id = ${id} RETURNING ${COLUMNS}`),
-      )
+    ? await ctx.db.one<ApiKeyRow>(sql`
+        UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${ctx.now()}) WHERE id = ${id} RETURNING ${COLUMNS}`)
     : undefined;
   if (!row) throw new NotFoundError("api key not found");
   return row;
 }
 
-type ApiKeyActorRow = UserActorRow & {
-  key_id: string;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-  last_used_at: Date | null;
-};
-
 export async function authenticateApiKey(ctx: AppContext, key: string): Promise<Actor | null> {
   if (!key.startsWith("nmk_") || key.length > 200) return null;
-  const hash = sha256Hex(key);
-  // Cached lookups (credential-cache.ts): every check below still runs on the cached row.
-  const cache = credentialCache(ctx.db);
-  const started = cache.begin();
-  let entry = cache.get<{ row: ApiKeyActorRow; actor?: Actor }>(`key:${hash}`);
-  if (!entry) {
-    const row = await ctx.db.one<ApiKeyActorRow>(sql`
-      SELECT c.id AS key_id, c.expires_at, c.revoked_at, c.last_used_at, ${raw(USER_ACTOR_COLUMNS)}
-      FROM api_keys c ${raw(USER_ACTOR_JOIN)}
-      WHERE c.key_hash = ${hash}`);
-    if (!row) return null;
-    entry = { row };
-    cache.set(`key:${hash}`, entry, started);
-  }
-  const { row } = entry;
+  const row = await ctx.db.one<
+    UserActorRow & {
+      key_id: string;
+      expires_at: Date | null;
+      revoked_at: Date | null;
+      last_used_at: Date | null;
+    }
+  >(sql`
+    SELECT c.id AS key_id, c.expires_at, c.revoked_at, c.last_used_at, ${raw(USER_ACTOR_COLUMNS)}
+    FROM api_keys c ${raw(USER_ACTOR_JOIN)}
+    WHERE c.key_hash = ${sha256Hex(key)}`);
   const now = ctx.now();
-  if (row.revoked_at || row.user_status !== "active") return null;
+  if (!row || row.revoked_at || row.user_status !== "active") return null;
   if (row.expires_at && row.expires_at <= now) return null;
   if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > 60_000) {
-    row.last_used_at = now;
     await ctx.db.query(sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${row.key_id}`);
   }
-  entry.actor ??= Object.freeze(userActor(row, "api_key"));
-  return entry.actor;
+  return userActor(row, "api_key");
 }

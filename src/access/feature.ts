@@ -7,7 +7,6 @@ import type { Feature } from "../kernel/feature.ts";
 import { type Actor, hasPermission, hasRole } from "./actor.ts";
 import { resolveCredentials } from "./authenticate.ts";
 import { bootstrapAdmin } from "./bootstrap.ts";
-import { credentialCache } from "./credential-cache.ts";
 import { checkOrigin } from "./csrf.ts";
 import { type Budget, createRateStore, RateLimiter } from "./rate-limit.ts";
 import { createRegistry, defaultRateLimit, type RouteRecord } from "./registry.ts";
@@ -83,7 +82,6 @@ function budgetFor(ctx: AppContext, scope: RateLimitScope): Budget | null {
 export function createAccessFeature(): Feature {
   let state: AccessState | null = null;
   let sweepTimer: NodeJS.Timeout | null = null;
-  let detachCache: (() => Promise<void>) | null = null;
 
   return {
     name: "access",
@@ -93,9 +91,6 @@ export function createAccessFeature(): Feature {
       state = { limiter: new RateLimiter(createRateStore(ctx), () => ctx.now()), routes };
       STATES.set(ctx, state);
       const limiter = state.limiter;
-      // Credential lookups are cached only while changes made by other processes can be
-      // heard (LISTEN on PostgreSQL; PGlite has no other process): see credential-cache.ts.
-      detachCache = await credentialCache(ctx.db).attach(ctx.db);
 
       app.addHook("onRoute", (opts) => {
         const methods = Array.isArray(opts.method) ? opts.method : [opts.method];
@@ -186,8 +181,6 @@ export function createAccessFeature(): Feature {
     async stop() {
       if (sweepTimer) clearInterval(sweepTimer);
       sweepTimer = null;
-      await detachCache?.();
-      detachCache = null;
       await state?.limiter.close();
     },
   };

@@ -75,203 +75,25 @@ export class MemoryRateStore implements RateStore {
   }
 }
 
-/** Most hits one lease takes ahead of demand (see PostgresRateStore). */
-export const MAX_LEASE = 100;
-/** A lease ahead of demand never exceeds this share of a budget (1/16), so leases only matter for large budgets. */
-const LEASE_SHARE = 16;
-
-interface KeyState {
-  /** Second of the current lease (its hits are recorded at this second), or -1. */
-  second: number;
-  /** Leased hits not handed out yet. */
-  left: number;
-  /** The key's window count when the lease was taken, the whole lease included. */
-  count: number;
-  oldest: number | null;
-  limit: number;
-  windowSec: number;
-  /** performance.now() when the lease was taken (unused hits go back after a second). */
-  takenAt: number;
-  /** Hits handed out in `servedSecond`, and in the second before it. */
-  servedSecond: number;
-  served: number;
-  servedBefore: number;
-  /** Requests waiting for the call in flight. */
-  waiting: number;
-  pending: Promise<void> | null;
-}
-
-/**
- * The PostgreSQL store: replicas on one database share one budget per key, and never hand out
- * more than it. Each replica takes hits in leases: one call of `netmon_rate_limit_take`
- * (migration 0104) records several hits at once at the current second — as many as this
- * replica handed out for the key in the previous second (at most MAX_LEASE and 1/16 of the
- * budget), or as many requests as are waiting — and hands them out locally until the second
- * ends. Hits leased but not handed out are given back within about a second. So a busy key
- * costs one round trip per second or so instead of one per request; a key used about once a
- * second or less, or with a budget under 32, still costs one call per hit (exactly as before).
- *
- * What this changes: the count in the table can include up to one lease of hits this replica
- * took but has not used yet (given back within about a second), so another replica may deny a
- * request that many hits early; `x-ratelimit-remaining` counts this replica's unused lease as
- * unused (exact on one replica, as of the lease on several).
- */
 export class PostgresRateStore implements RateStore {
   readonly kind = "postgres";
-  private readonly keys = new Map<string, KeyState>();
-  private readonly timer: NodeJS.Timeout;
-  /** Database calls made (tests, diagnostics). */
-  calls = 0;
-
-  constructor(
-    private readonly db: Db,
-    private readonly clock: () => number = () => performance.now(),
-  ) {
-    this.timer = setInterval(() => {
-      this.giveBack(false).catch(() => {});
-    }, 1000);
-    this.timer.unref();
-  }
+  constructor(private readonly db: Db) {}
 
   async hit(key: string, limit: number, windowSec: number, nowSec: number, record: boolean) {
-    if (!record) {
-      // A look: the table's count (which includes unused leased hits: conservative).
-      const r = await this.take(key, nowSec, windowSec, limit, 0, null);
-      return { allowed: r.count < limit, count: r.count, oldest: r.oldest };
-    }
-    let st = this.keys.get(key);
-    if (!st) {
-      st = {
-        second: -1,
-        left: 0,
-        count: 0,
-        oldest: null,
-        limit,
-        windowSec,
-        takenAt: this.clock(),
-        servedSecond: -1,
-        served: 0,
-        servedBefore: 0,
-        waiting: 0,
-        pending: null,
-      };
-      this.keys.set(key, st);
-    }
-    for (;;) {
-      if (st.second === nowSec && st.left > 0 && st.limit === limit && st.windowSec === windowSec) {
-        st.left--;
-        this.served(st, nowSec);
-        return { allowed: true, count: st.count - st.left, oldest: st.oldest };
-      }
-      if (st.pending) {
-        st.waiting++;
-        try {
-          await st.pending;
-        } finally {
-          st.waiting--;
-        }
-        continue;
-      }
-      // Take a lease. Hits left of a lease we cannot use (an earlier second, another budget)
-      // go back in the same call; nobody hands them out meanwhile.
-      const state = st;
-      const want = this.leaseSize(state, nowSec, limit);
-      const back = state.left > 0 ? { second: state.second, hits: state.left } : null;
-      state.left = 0;
-      let denied: { count: number; oldest: number | null } | null = null;
-      state.pending = (async () => {
-        const r = await this.take(key, nowSec, windowSec, limit, want, back);
-        if (r.granted === 0) {
-          denied = { count: r.count, oldest: r.oldest };
-          return;
-        }
-        state.second = nowSec;
-        state.left = r.granted;
-        state.count = r.count;
-        state.oldest = r.oldest;
-        state.limit = limit;
-        state.windowSec = windowSec;
-        state.takenAt = this.clock();
-      })().finally(() => {
-        state.pending = null;
-      });
-      await state.pending;
-      if (denied) {
-        const d = denied as { count: number; oldest: number | null };
-        return { allowed: false, count: d.count, oldest: d.oldest };
-      }
-    }
-  }
-
-  private served(st: KeyState, nowSec: number): void {
-    if (st.servedSecond !== nowSec) {
-      st.servedBefore = st.servedSecond === nowSec - 1 ? st.served : 0;
-      st.servedSecond = nowSec;
-      st.served = 0;
-    }
-    st.served++;
-  }
-
-  /** Hits to ask for: the requests waiting now, or what last second's demand says is still to come. */
-  private leaseSize(st: KeyState, nowSec: number, limit: number): number {
-    const lastSecond =
-      st.servedSecond === nowSec ? st.servedBefore : st.servedSecond === nowSec - 1 ? st.served : 0;
-    const soFar = st.servedSecond === nowSec ? st.served : 0;
-    const ahead = Math.min(MAX_LEASE, Math.floor(limit / LEASE_SHARE), lastSecond - soFar);
-    return Math.max(1, st.waiting + 1, ahead);
-  }
-
-  private async take(
-    key: string,
-    nowSec: number,
-    windowSec: number,
-    limit: number,
-    want: number,
-    back: { second: number; hits: number } | null,
-  ): Promise<{ granted: number; count: number; oldest: number | null }> {
-    // One round trip: lock, give back, expire, count and record happen inside
-    // netmon_rate_limit_take (migration 0104) under a per-key advisory lock.
-    this.calls++;
-    const row = await this.db.one<{ out_granted: number; out_count: number; out_oldest: number | null }>(
-      sql`SELECT * FROM netmon_rate_limit_take(${key}, ${nowSec}, ${windowSec}, ${limit}, ${want},
-                                                ${back?.second ?? 0}, ${back?.hits ?? 0})`,
+    // One round trip: lock, expire, count and record happen inside netmon_rate_limit_hit
+    // (migration 0101) under a per-key advisory lock, so replicas share one exact budget.
+    const row = await this.db.one<{ out_allowed: boolean; out_count: number; out_oldest: number | null }>(
+      sql`SELECT * FROM netmon_rate_limit_hit(${key}, ${nowSec}, ${windowSec}, ${limit}, ${record})`,
     );
-    if (!row) throw new Error("netmon_rate_limit_take returned no row");
-    return { granted: row.out_granted, count: row.out_count, oldest: row.out_oldest };
-  }
-
-  /**
-   * Give back leased hits not handed out: those older than a second (`all` false, every
-   * second), or all of them (on close). Also forgets keys idle for a while.
-   */
-  async giveBack(all: boolean): Promise<void> {
-    const now = this.clock();
-    for (const [key, st] of this.keys) {
-      if (st.pending) continue;
-      if (st.left > 0 && (all || now - st.takenAt >= 1000)) {
-        const back = { second: st.second, hits: st.left };
-        st.left = 0;
-        st.pending = this.take(key, st.second, st.windowSec, st.limit, 0, back)
-          .then(() => {})
-          .catch(() => {})
-          .finally(() => {
-            st.pending = null;
-          });
-        await st.pending;
-      } else if (st.left === 0 && st.waiting === 0 && now - st.takenAt >= 10_000) {
-        this.keys.delete(key);
-      }
-    }
+    if (!row) throw new Error("netmon_rate_limit_hit returned no row");
+    return { allowed: row.out_allowed, count: row.out_count, oldest: row.out_oldest };
   }
 
   async sweep(beforeSec: number) {
     await this.db.query(sql`DELETE FROM rate_limit_counters WHERE second <= ${beforeSec}`);
   }
 
-  async close() {
-    clearInterval(this.timer);
-    await this.giveBack(true).catch(() => {});
-  }
+  async close() {}
 }
 
 const REDIS_SCRIPT = `

@@ -3,7 +3,6 @@ import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } fro
 import type { Queryable } from "../storage/db.ts";
 import { sql } from "../storage/sql.ts";
 import { type Actor, hasPermission, hasRole, ROLES, type Role } from "./actor.ts";
-import { changingAccess } from "./credential-cache.ts";
 import { effectivePermissions, isPermissionKey, PERMISSIONS, roleDefaults } from "./permissions.ts";
 import { isUuid } from "./util.ts";
 
@@ -147,12 +146,10 @@ export async function createRoleProfile(
   const description = typeof input.description === "string" ? input.description : null;
   const now = ctx.now();
   return insertOrConflict(async () => {
-    const row = await changingAccess(ctx.db, () =>
-      ctx.db.one<RoleProfileRow>(sql`
-        INSERT INTO role_profiles (name, description, base_role, grants, revokes, inserted_at, updated_at)
-        VALUES (${name}, ${description}, ${base}, ${grants}, ${revokes}, ${now}, ${now})
-        RETURNING *`),
-    );
+    const row = await ctx.db.one<RoleProfileRow>(sql`
+      INSERT INTO role_profiles (name, description, base_role, grants, revokes, inserted_at, updated_at)
+      VALUES (${name}, ${description}, ${base}, ${grants}, ${revokes}, ${now}, ${now})
+      RETURNING *`);
     return row as RoleProfileRow;
   });
 }
@@ -184,12 +181,10 @@ export async function updateRoleProfile(
         ? input.description
         : null;
   return insertOrConflict(async () => {
-    const row = await changingAccess(ctx.db, () =>
-      ctx.db.one<RoleProfileRow>(sql`
-        UPDATE role_profiles SET name = ${name}, description = ${description}, base_role = ${base},
-          grants = ${grants}, revokes = ${revokes}, updated_at = ${ctx.now()}
-        WHERE id = ${id} RETURNING *`),
-    );
+    const row = await ctx.db.one<RoleProfileRow>(sql`
+      UPDATE role_profiles SET name = ${name}, description = ${description}, base_role = ${base},
+        grants = ${grants}, revokes = ${revokes}, updated_at = ${ctx.now()}
+      WHERE id = ${id} RETURNING *`);
     return row as RoleProfileRow;
   });
 }
@@ -205,5 +200,5 @@ export async function deleteRoleProfile(ctx: AppContext, actor: Actor, id: strin
   if ((inUse?.n ?? 0) > 0) {
     throw new ConflictError(`role profile is assigned to ${inUse?.n} user(s)`, { code: "profile_in_use" });
   }
-  await changingAccess(ctx.db, () => ctx.db.query(sql`DELETE FROM role_profiles WHERE id = ${id}`));
+  await ctx.db.query(sql`DELETE FROM role_profiles WHERE id = ${id}`);
 }

@@ -2,7 +2,6 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import type { AppContext } from "../kernel/context.ts";
 import { raw, sql } from "../storage/sql.ts";
 import type { Actor } from "./actor.ts";
-import { changingAccess, credentialCache } from "./credential-cache.ts";
 import { USER_ACTOR_COLUMNS, USER_ACTOR_JOIN, type UserActorRow, userActor } from "./principal.ts";
 import { deriveKey, randomToken, sha256Hex } from "./util.ts";
 
@@ -26,65 +25,43 @@ export async function createSession(
   const token = randomToken(32);
   const now = ctx.now();
   const expiresAt = new Date(now.getTime() + ctx.config.sessionAbsoluteTimeoutSeconds * 1000);
-  const row = await changingAccess(ctx.db, () =>
-    ctx.db.one<{ id: string }>(sql`
-      INSERT INTO sessions (token_hash, user_id, created_at, last_seen_at, expires_at, ip, user_agent)
-      VALUES (${sha256Hex(token)}, ${userId}, ${now}, ${now}, ${expiresAt}, ${meta.ip ?? null},
-              ${meta.userAgent?.slice(0, 500) ?? null})
-      RETURNING id`),
-  );
+  const row = await ctx.db.one<{ id: string }>(sql`
+    INSERT INTO sessions (token_hash, user_id, created_at, last_seen_at, expires_at, ip, user_agent)
+    VALUES (${sha256Hex(token)}, ${userId}, ${now}, ${now}, ${expiresAt}, ${meta.ip ?? null},
+            ${meta.userAgent?.slice(0, 500) ?? null})
+    RETURNING id`);
   return { token, id: row?.id as string, expiresAt };
 }
 
 export async function revokeSession(ctx: AppContext, token: string): Promise<void> {
-  await changingAccess(ctx.db, () =>
-    ctx.db.query(
-      sql`UPDATE sessions SET revoked_at = ${ctx.now()} WHERE token_hash = ${sha256Hex(token)} AND revoked_at IS NULL`,
-    ),
+  await ctx.db.query(
+    sql`UPDATE sessions SET revoked_at = ${ctx.now()} WHERE token_hash = ${sha256Hex(token)} AND revoked_at IS NULL`,
   );
 }
 
 export async function revokeSessionById(ctx: AppContext, id: string): Promise<void> {
-  await changingAccess(ctx.db, () =>
-    ctx.db.query(sql`UPDATE sessions SET revoked_at = ${ctx.now()} WHERE id = ${id} AND revoked_at IS NULL`),
+  await ctx.db.query(
+    sql`UPDATE sessions SET revoked_at = ${ctx.now()} WHERE id = ${id} AND revoked_at IS NULL`,
   );
 }
-
-type SessionActorRow = UserActorRow & {
-  session_id: string;
-  expires_at: Date;
-  revoked_at: Date | null;
-  last_seen_at: Date;
-};
 
 /** The Actor of a session cookie, or null when unknown, revoked, expired, idle or the user is disabled. */
 export async function authenticateSession(ctx: AppContext, token: string): Promise<Actor | null> {
   if (token.length < 20 || token.length > 200) return null;
-  const hash = sha256Hex(token);
-  // Cached lookups (credential-cache.ts): every check below still runs on the cached row.
-  const cache = credentialCache(ctx.db);
-  const started = cache.begin();
-  let entry = cache.get<{ row: SessionActorRow; actor?: Actor }>(`session:${hash}`);
-  if (!entry) {
-    const row = await ctx.db.one<SessionActorRow>(sql`
-      SELECT c.id AS session_id, c.expires_at, c.revoked_at, c.last_seen_at, ${raw(USER_ACTOR_COLUMNS)}
-      FROM sessions c ${raw(USER_ACTOR_JOIN)}
-      WHERE c.token_hash = ${hash}`);
-    if (!row) return null;
-    entry = { row };
-    cache.set(`session:${hash}`, entry, started);
-  }
-  const { row } = entry;
-  if (row.revoked_at || row.user_status !== "active") return null;
+  const row = await ctx.db.one<
+    UserActorRow & { session_id: string; expires_at: Date; revoked_at: Date | null; last_seen_at: Date }
+  >(sql`
+    SELECT c.id AS session_id, c.expires_at, c.revoked_at, c.last_seen_at, ${raw(USER_ACTOR_COLUMNS)}
+    FROM sessions c ${raw(USER_ACTOR_JOIN)}
+    WHERE c.token_hash = ${sha256Hex(token)}`);
+  if (!row || row.revoked_at || row.user_status !== "active") return null;
   const now = ctx.now();
   if (row.expires_at <= now) return null;
   if (now.getTime() - row.last_seen_at.getTime() > ctx.config.sessionIdleTimeoutSeconds * 1000) return null;
   if (now.getTime() - row.last_seen_at.getTime() > TOUCH_INTERVAL_MS) {
-    row.last_seen_at = now;
     await ctx.db.query(sql`UPDATE sessions SET last_seen_at = ${now} WHERE id = ${row.session_id}`);
   }
-  entry.actor ??= Object.freeze(userActor(row, "session", { sessionId: row.session_id }));
-  return entry.actor;
+  return userActor(row, "session", { sessionId: row.session_id });
 }
 
 /** The CSRF token bound to a session: HMAC of the session cookie value (nothing stored). */

@@ -4,7 +4,6 @@ import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import { raw, sql } from "../storage/sql.ts";
 import type { Actor } from "./actor.ts";
-import { changingAccess, credentialCache } from "./credential-cache.ts";
 import { USER_ACTOR_COLUMNS, USER_ACTOR_JOIN, type UserActorRow, userActor } from "./principal.ts";
 import { findUserByEmail } from "./users.ts";
 import { deriveKey, isUuid, parseTtl } from "./util.ts";
@@ -141,11 +140,9 @@ export async function createApiToken(
   const now = ctx.now();
   const exp = new Date(now.getTime() + ttl * 1000);
   const jti = randomUUID();
-  const record = await changingAccess(ctx.db, () =>
-    ctx.db.one<ApiTokenRow>(sql`
-      INSERT INTO api_tokens (jti, user_id, name, scopes, created_at, expires_at)
-      VALUES (${jti}, ${userId}, ${name}, ${scopes}, ${now}, ${exp}) RETURNING *`),
-  );
+  const record = await ctx.db.one<ApiTokenRow>(sql`
+    INSERT INTO api_tokens (jti, user_id, name, scopes, created_at, expires_at)
+    VALUES (${jti}, ${userId}, ${name}, ${scopes}, ${now}, ${exp}) RETURNING *`);
   if (!record) throw new Error("token insert returned nothing");
   const token = await sign(ctx, { sub: `user:${userId}`, typ: "api", jti, scopes }, now, exp);
   return { token, record };
@@ -171,11 +168,9 @@ export async function listApiTokens(ctx: AppContext, userId: string): Promise<Ap
 /** Revoke one of the actor's own tokens; it answers 401 from the next request on. */
 export async function revokeApiToken(ctx: AppContext, actor: Actor, id: string): Promise<ApiTokenRow> {
   const row = isUuid(id)
-    ? await changingAccess(ctx.db, () =>
-        ctx.db.one<ApiTokenRow>(sql`
-          UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ${ctx.now()})
-          WHERE id = ${id} AND user_id = ${actor.id} RETURNING *`),
-      )
+    ? await ctx.db.one<ApiTokenRow>(sql`
+        UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ${ctx.now()})
+        WHERE id = ${id} AND user_id = ${actor.id} RETURNING *`)
     : undefined;
   if (!row) throw new NotFoundError("api credential not found");
   return row;
@@ -184,17 +179,15 @@ export async function revokeApiToken(ctx: AppContext, actor: Actor, id: string):
 /** User-wide revocation: every token and session of the user stops working. */
 export async function revokeAllForUser(ctx: AppContext, userId: string): Promise<void> {
   const now = ctx.now();
-  await changingAccess(ctx.db, () =>
-    ctx.db.transaction(async (tx) => {
-      await tx.query(sql`UPDATE users SET revoked_before = ${now} WHERE id = ${userId}`);
-      await tx.query(
-        sql`UPDATE api_tokens SET revoked_at = ${now} WHERE user_id = ${userId} AND revoked_at IS NULL`,
-      );
-      await tx.query(
-        sql`UPDATE sessions SET revoked_at = ${now} WHERE user_id = ${userId} AND revoked_at IS NULL`,
-      );
-    }),
-  );
+  await ctx.db.transaction(async (tx) => {
+    await tx.query(sql`UPDATE users SET revoked_before = ${now} WHERE id = ${userId}`);
+    await tx.query(
+      sql`UPDATE api_tokens SET revoked_at = ${now} WHERE user_id = ${userId} AND revoked_at IS NULL`,
+    );
+    await tx.query(
+      sql`UPDATE sessions SET revoked_at = ${now} WHERE user_id = ${userId} AND revoked_at IS NULL`,
+    );
+  });
 }
 
 // ---- control plane ----
@@ -232,11 +225,9 @@ export async function issueControlPlaneToken(
   const now = ctx.now();
   const exp = opts.ttlSeconds ? new Date(now.getTime() + opts.ttlSeconds * 1000) : null;
   const jti = randomUUID();
-  const record = await changingAccess(ctx.db, () =>
-    ctx.db.one<ControlCredentialRow>(sql`
-      INSERT INTO control_credentials (jti, kind, name, created_at, expires_at)
-      VALUES (${jti}, ${opts.kind}, ${name}, ${now}, ${exp}) RETURNING *`),
-  );
+  const record = await ctx.db.one<ControlCredentialRow>(sql`
+    INSERT INTO control_credentials (jti, kind, name, created_at, expires_at)
+    VALUES (${jti}, ${opts.kind}, ${name}, ${now}, ${exp}) RETURNING *`);
   if (!record) throw new Error("credential insert returned nothing");
   const token = await sign(ctx, { sub: `${opts.kind}:${name}`, typ: "control", jti, scopes: [] }, now, exp);
   return { token, record };
@@ -244,10 +235,8 @@ export async function issueControlPlaneToken(
 
 export async function revokeControlPlaneToken(ctx: AppContext, id: string): Promise<void> {
   if (!isUuid(id)) throw new NotFoundError("control-plane credential not found");
-  const res = await changingAccess(ctx.db, () =>
-    ctx.db.query(
-      sql`UPDATE control_credentials SET revoked_at = COALESCE(revoked_at, ${ctx.now()}) WHERE id = ${id}`,
-    ),
+  const res = await ctx.db.query(
+    sql`UPDATE control_credentials SET revoked_at = COALESCE(revoked_at, ${ctx.now()}) WHERE id = ${id}`,
   );
   if (res.rowCount === 0) throw new NotFoundError("control-plane credential not found");
 }
@@ -258,79 +247,38 @@ export type TokenCheck = { actor: Actor } | { actor: null; reason: string };
 
 const TOUCH_INTERVAL_MS = 60_000;
 
-type ApiTokenActorRow = UserActorRow & {
-  token_id: string;
-  scopes: string[];
-  expires_at: Date | null;
-  revoked_at: Date | null;
-  last_used_at: Date | null;
-};
-
-/** A verified bearer token (cached by its exact text, see credential-cache.ts). */
-interface BearerEntry {
-  /** The instance secret it was verified with. */
-  secret: Buffer;
-  payload: Record<string, unknown>;
-  control?: ControlCredentialRow;
-  user?: ApiTokenActorRow;
-  actor?: Actor;
-}
-
 /** Verify a bearer JWT and build its Actor, re-reading revocation, status and permissions. */
 export async function authenticateBearer(ctx: AppContext, token: string): Promise<TokenCheck> {
-  const cache = credentialCache(ctx.db);
-  const started = cache.begin();
-  const key = `bearer:${token}`;
-  const now = ctx.now();
-  let entry = cache.get<BearerEntry>(key);
-  if (entry && entry.secret !== ctx.secretKey) entry = undefined;
   let payload: Record<string, unknown>;
-  if (entry) {
-    // Same text, verified before with this key: only the time checks can have changed.
-    payload = entry.payload;
-    if (
-      typeof payload.exp === "number" &&
-      payload.exp <= Math.floor(now.getTime() / 1000) - CLOCK_TOLERANCE_S
-    ) {
-      return { actor: null, reason: "token expired" };
-    }
-  } else {
-    try {
-      ({ payload } = await jwtVerify(token, signingKey(ctx.secretKey), {
-        issuer: ISSUER,
-        algorithms: ["HS256"],
-        clockTolerance: CLOCK_TOLERANCE_S,
-        currentDate: now,
-      }));
-    } catch (err) {
-      if (err instanceof joseErrors.JWTExpired) return { actor: null, reason: "token expired" };
-      return { actor: null, reason: "invalid token" };
-    }
+  try {
+    ({ payload } = await jwtVerify(token, signingKey(ctx.secretKey), {
+      issuer: ISSUER,
+      algorithms: ["HS256"],
+      clockTolerance: CLOCK_TOLERANCE_S,
+      currentDate: ctx.now(),
+    }));
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) return { actor: null, reason: "token expired" };
+    return { actor: null, reason: "invalid token" };
   }
   const jti = payload.jti;
   const sub = payload.sub;
   const iat = typeof payload.iat === "number" ? payload.iat : 0;
   if (typeof jti !== "string" || typeof sub !== "string") return { actor: null, reason: "invalid token" };
+  const now = ctx.now();
 
   if (payload.typ === "control") {
-    let row = entry?.control;
-    if (!row) {
-      row = await ctx.db.one<ControlCredentialRow>(sql`SELECT * FROM control_credentials WHERE jti = ${jti}`);
-      if (row) {
-        entry = { secret: ctx.secretKey, payload, control: row };
-        cache.set(key, entry, started);
-      }
-    }
+    const row = await ctx.db.one<ControlCredentialRow>(
+      sql`SELECT * FROM control_credentials WHERE jti = ${jti}`,
+    );
     if (!row || `${row.kind}:${row.name}` !== sub) return { actor: null, reason: "unknown token" };
     if (row.revoked_at) return { actor: null, reason: "token revoked" };
     if (row.expires_at && row.expires_at <= now) return { actor: null, reason: "token expired" };
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > TOUCH_INTERVAL_MS) {
-      row.last_used_at = now;
       await ctx.db.query(sql`UPDATE control_credentials SET last_used_at = ${now} WHERE id = ${row.id}`);
     }
-    const actor =
-      entry?.actor ??
-      Object.freeze<Actor>({
+    return {
+      actor: {
         kind: row.kind,
         id: `${row.kind}:${row.name}`,
         email: null,
@@ -341,23 +289,23 @@ export async function authenticateBearer(ctx: AppContext, token: string): Promis
         tokenJti: jti,
         scopes: [],
         partitions: null,
-      });
-    if (entry) entry.actor = actor;
-    return { actor };
+      },
+    };
   }
 
   if (payload.typ !== "api" || !sub.startsWith("user:")) return { actor: null, reason: "invalid token" };
-  let row = entry?.user;
-  if (!row) {
-    row = await ctx.db.one<ApiTokenActorRow>(sql`
-      SELECT c.id AS token_id, c.scopes, c.expires_at, c.revoked_at, c.last_used_at, ${raw(USER_ACTOR_COLUMNS)}
-      FROM api_tokens c ${raw(USER_ACTOR_JOIN)}
-      WHERE c.jti = ${jti}`);
-    if (row) {
-      entry = { secret: ctx.secretKey, payload, user: row };
-      cache.set(key, entry, started);
+  const row = await ctx.db.one<
+    UserActorRow & {
+      token_id: string;
+      scopes: string[];
+      expires_at: Date | null;
+      revoked_at: Date | null;
+      last_used_at: Date | null;
     }
-  }
+  >(sql`
+    SELECT c.id AS token_id, c.scopes, c.expires_at, c.revoked_at, c.last_used_at, ${raw(USER_ACTOR_COLUMNS)}
+    FROM api_tokens c ${raw(USER_ACTOR_JOIN)}
+    WHERE c.jti = ${jti}`);
   if (!row || `user:${row.user_id}` !== sub) return { actor: null, reason: "unknown token" };
   if (row.revoked_at) return { actor: null, reason: "token revoked" };
   if (row.expires_at && row.expires_at <= now) return { actor: null, reason: "token expired" };
@@ -366,11 +314,7 @@ export async function authenticateBearer(ctx: AppContext, token: string): Promis
     return { actor: null, reason: "token revoked" };
   }
   if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > TOUCH_INTERVAL_MS) {
-    row.last_used_at = now;
     await ctx.db.query(sql`UPDATE api_tokens SET last_used_at = ${now} WHERE id = ${row.token_id}`);
   }
-  const actor =
-    entry?.actor ?? Object.freeze(userActor(row, "api_token", { tokenJti: jti, scopes: row.scopes }));
-  if (entry) entry.actor = actor;
-  return { actor };
+  return { actor: userActor(row, "api_token", { tokenJti: jti, scopes: row.scopes }) };
 }

@@ -3,7 +3,6 @@ import { ConflictError, InvalidRequestError, NotFoundError } from "../kernel/err
 import type { Queryable } from "../storage/db.ts";
 import { sql } from "../storage/sql.ts";
 import { type Actor, ROLES, type Role } from "./actor.ts";
-import { changingAccess } from "./credential-cache.ts";
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "./passwords.ts";
 import { requireRbacAdmin } from "./role-profiles.ts";
 import { isUuid } from "./util.ts";
@@ -127,13 +126,11 @@ export async function insertUser(ctx: AppContext, input: NewUser): Promise<UserR
   const passwordHash = password ? await hashPassword(password) : null;
   const now = ctx.now();
   try {
-    const row = await changingAccess(ctx.db, () =>
-      ctx.db.one<UserRow>(sql`
-        INSERT INTO users (email, display_name, role, role_profile_id, password_hash, confirmed_at,
-                           inserted_at, updated_at)
-        VALUES (${email}, ${displayName}, ${role}, ${profileId}, ${passwordHash}, ${now}, ${now}, ${now})
-        RETURNING *`),
-    );
+    const row = await ctx.db.one<UserRow>(sql`
+      INSERT INTO users (email, display_name, role, role_profile_id, password_hash, confirmed_at,
+                         inserted_at, updated_at)
+      VALUES (${email}, ${displayName}, ${role}, ${profileId}, ${passwordHash}, ${now}, ${now}, ${now})
+      RETURNING *`);
     return row as UserRow;
   } catch (err) {
     if ((err as { code?: string }).code === "23505") {
@@ -145,10 +142,8 @@ export async function insertUser(ctx: AppContext, input: NewUser): Promise<UserR
 
 export async function setUserPassword(ctx: AppContext, userId: string, password: string): Promise<void> {
   const hash = await hashPassword(checkPassword(password));
-  const res = await changingAccess(ctx.db, () =>
-    ctx.db.query(
-      sql`UPDATE users SET password_hash = ${hash}, updated_at = ${ctx.now()} WHERE id = ${userId}`,
-    ),
+  const res = await ctx.db.query(
+    sql`UPDATE users SET password_hash = ${hash}, updated_at = ${ctx.now()} WHERE id = ${userId}`,
   );
   if (res.rowCount === 0) throw new NotFoundError("user not found");
 }
@@ -227,12 +222,10 @@ export async function updateUser(
     }
     localLogin = patch.local_login_enabled;
   }
-  const row = await changingAccess(ctx.db, () =>
-    ctx.db.one<UserRow>(sql`
-      UPDATE users SET display_name = ${displayName}, role = ${role}, role_profile_id = ${profileId},
-        local_login_enabled = ${localLogin}, updated_at = ${ctx.now()}
-      WHERE id = ${id} RETURNING *`),
-  );
+  const row = await ctx.db.one<UserRow>(sql`
+    UPDATE users SET display_name = ${displayName}, role = ${role}, role_profile_id = ${profileId},
+      local_login_enabled = ${localLogin}, updated_at = ${ctx.now()}
+    WHERE id = ${id} RETURNING *`);
   return row as UserRow;
 }
 
@@ -245,25 +238,19 @@ export async function deactivateUser(ctx: AppContext, actor: Actor, id: string):
     });
   }
   const now = ctx.now();
-  return changingAccess(ctx.db, () =>
-    ctx.db.transaction(async (tx) => {
-      await tx.query(
-        sql`UPDATE sessions SET revoked_at = ${now} WHERE user_id = ${id} AND revoked_at IS NULL`,
-      );
-      const row = await tx.one<UserRow>(
-        sql`UPDATE users SET status = 'disabled', updated_at = ${now} WHERE id = ${id} RETURNING *`,
-      );
-      return row as UserRow;
-    }),
-  );
+  return ctx.db.transaction(async (tx) => {
+    await tx.query(sql`UPDATE sessions SET revoked_at = ${now} WHERE user_id = ${id} AND revoked_at IS NULL`);
+    const row = await tx.one<UserRow>(
+      sql`UPDATE users SET status = 'disabled', updated_at = ${now} WHERE id = ${id} RETURNING *`,
+    );
+    return row as UserRow;
+  });
 }
 
 export async function reactivateUser(ctx: AppContext, actor: Actor, id: string): Promise<UserRow> {
   await getUser(ctx.db, actor, id);
-  const row = await changingAccess(ctx.db, () =>
-    ctx.db.one<UserRow>(
-      sql`UPDATE users SET status = 'active', updated_at = ${ctx.now()} WHERE id = ${id} RETURNING *`,
-    ),
+  const row = await ctx.db.one<UserRow>(
+    sql`UPDATE users SET status = 'active', updated_at = ${ctx.now()} WHERE id = ${id} RETURNING *`,
   );
   return row as UserRow;
 }

@@ -50,21 +50,7 @@ export interface Db extends Queryable {
    */
   tryAdvisoryLock(key: bigint): Promise<(() => Promise<void>) | null>;
   ping(): Promise<void>;
-  /**
-   * Hear `NOTIFY channel` from every process using this database. PostgreSQL: a dedicated
-   * connection (not from the pool) that reconnects after errors; `onState(false)` while it is
-   * down, `onState(true)` once it listens again — notifications sent in between are lost, so
-   * a consumer treats a reconnect as "anything may have changed". PGlite: one process owns
-   * the database, so there is no other process to hear; `onState(true)` at once.
-   * Resolves after the first attempt to listen; returns a function that stops listening.
-   */
-  listen(channel: string, handlers: ListenHandlers): Promise<() => Promise<void>>;
   close(): Promise<void>;
-}
-
-export interface ListenHandlers {
-  onNotify(payload: string): void;
-  onState?(listening: boolean): void;
 }
 
 export class DatabaseLockedError extends Error {

@@ -114,8 +114,8 @@ describe("request budget keyed by client IP behind a trusted proxy", () => {
 describe.runIf(testBackend() === "postgres")("request budget shared between replicas", () => {
   it("the PostgreSQL store is exact under concurrency (no overshoot)", async () => {
     const { db } = await createTestDatabase();
-    const store = new PostgresRateStore(db);
     try {
+      const store = new PostgresRateStore(db);
       const now = Math.floor(Date.now() / 1000);
       const results = await Promise.all(
         Array.from({ length: 30 }, () => store.hit("race:k", 10, 60, now, true)),
@@ -126,80 +126,6 @@ describe.runIf(testBackend() === "postgres")("request budget shared between repl
       );
       expect(row?.n).toBe(10);
     } finally {
-      await store.close();
-      await db.close();
-    }
-  });
-
-  it("a busy key takes its hits in leases: far fewer calls, the same count, exact remaining", async () => {
-    const { db } = await createTestDatabase();
-    let clock = 0;
-    const store = new PostgresRateStore(db, () => clock);
-    try {
-      const t = Math.floor(Date.now() / 1000);
-      const sum = async () =>
-        (
-          await db.one<{ n: number }>(
-            "SELECT sum(hits)::int AS n FROM rate_limit_counters WHERE key = 'busy'",
-          )
-        )?.n ?? 0;
-      // First second: no history, one call per hit.
-      for (let i = 0; i < 150; i++)
-        expect((await store.hit("busy", 100_000, 60, t, true)).allowed).toBe(true);
-      expect(store.calls).toBe(150);
-      // The next seconds: leases sized by the previous second's demand (at most MAX_LEASE).
-      let last = 150;
-      for (let s = 1; s <= 4; s++) {
-        for (let i = 0; i < 150; i++) {
-          const r = await store.hit("busy", 100_000, 60, t + s, true);
-          expect(r.allowed).toBe(true);
-          // What this replica handed out so far, hit by hit (its unused lease not counted).
-          expect(r.count).toBe(last + 1);
-          last = r.count;
-        }
-      }
-      expect(store.calls).toBeLessThanOrEqual(150 + 4 * 3);
-      expect(await sum()).toBe(750);
-      // Demand drops: most of a lease goes unused, and goes back once it is a second old.
-      for (let i = 0; i < 10; i++)
-        expect((await store.hit("busy", 100_000, 60, t + 5, true)).allowed).toBe(true);
-      expect(await sum()).toBe(750 + 100);
-      await store.giveBack(false);
-      expect(await sum()).toBe(750 + 100);
-      clock += 1000;
-      await store.giveBack(false);
-      expect(await sum()).toBe(760);
-    } finally {
-      await store.close();
-      await db.close();
-    }
-  });
-
-  it("two stores with leases never hand out more than the budget, and account every hit", async () => {
-    const { db } = await createTestDatabase();
-    const a = new PostgresRateStore(db);
-    const b = new PostgresRateStore(db);
-    try {
-      const t = Math.floor(Date.now() / 1000);
-      // Demand history in second t (50 hits each), so both lease ahead in second t + 1.
-      for (let i = 0; i < 50; i++) {
-        await a.hit("shared", 320, 60, t, true);
-        await b.hit("shared", 320, 60, t, true);
-      }
-      const burst = (s: PostgresRateStore) =>
-        Promise.all(Array.from({ length: 200 }, () => s.hit("shared", 320, 60, t + 1, true)));
-      const [ra, rb] = await Promise.all([burst(a), burst(b)]);
-      const allowed = [...ra, ...rb].filter((r) => r.allowed).length;
-      expect(allowed).toBe(220);
-      await a.giveBack(true);
-      await b.giveBack(true);
-      const row = await db.one<{ n: number }>(
-        "SELECT sum(hits)::int AS n FROM rate_limit_counters WHERE key = 'shared'",
-      );
-      expect(row?.n).toBe(320);
-    } finally {
-      await a.close();
-      await b.close();
       await db.close();
     }
   });

@@ -429,13 +429,10 @@ export function sortSignature(keys: readonly SortKey[]): string {
   return keys.map((k) => (k.desc ? "-" : "") + k.column).join(",");
 }
 
-/** `signature` may be passed in when encoding many cursors of one sort (sortSignature(keys)). */
-export function encodeCursor(
-  keys: readonly SortKey[],
-  values: (string | null)[],
-  signature = sortSignature(keys),
-): string {
-  return Buffer.from(JSON.stringify({ s: signature, v: values } satisfies Cursor)).toString("base64url");
+export function encodeCursor(keys: readonly SortKey[], values: (string | null)[]): string {
+  return Buffer.from(JSON.stringify({ s: sortSignature(keys), v: values } satisfies Cursor)).toString(
+    "base64url",
+  );
 }
 
 export function decodeCursor(keys: readonly SortKey[], cursor: string, parameter: string): (string | null)[] {

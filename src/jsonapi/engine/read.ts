@@ -24,7 +24,6 @@ import {
   parseSort,
   resolvedPagination,
   type SortKey,
-  sortSignature,
   tableRef,
 } from "./query.ts";
 import { document, idOf, type Linkage, type ResourceObject, toResourceObject } from "./serialize.ts";
@@ -173,18 +172,16 @@ export async function runList(
     hasMore = rows.length > page.limit;
     if (hasMore) rows = rows.slice(0, page.limit);
     if (!forward) rows.reverse();
-    // One cursor per row (also the page's first/last cursors), the sort signature encoded once.
-    const signature = sortSignature(keys);
-    const keyColumns = keys.map((_, i) => `_k${i}`);
-    const cursors = rows.map((row) =>
-      encodeCursor(
-        keys,
-        keyColumns.map((c) => (row[c] as string | null) ?? null),
-        signature,
-      ),
-    );
-    const first = cursors[0] ?? null;
-    const last = cursors[cursors.length - 1] ?? null;
+    const cur = (row: Row | undefined) =>
+      row
+        ? encodeCursor(
+            keys,
+            keys.map((_, i) => (row[`_k${i}`] as string | null) ?? null),
+          )
+        : null;
+    const first = cur(rows[0]);
+    const last = cur(rows[rows.length - 1]);
+    const base = `${req.baseUrl}${req.path}`;
     links.first = `${req.baseUrl}${linkFor(req.path, req.search, { limit: String(page.limit) })}`;
     // Forward: a next page exists when more rows were found; a previous one when we came from a cursor.
     const hasNext = forward ? hasMore : cursor !== undefined;
@@ -197,6 +194,7 @@ export async function runList(
       hasPrev && first
         ? `${req.baseUrl}${linkFor(req.path, req.search, { limit: String(page.limit), before: first })}`
         : null;
+    void base;
     meta.page = {
       limit: page.limit,
       style: "keyset",
@@ -204,7 +202,10 @@ export async function runList(
       first_cursor: first,
       last_cursor: last,
     };
-    for (let i = 0; i < rows.length; i++) (rows[i] as Record<string, unknown>)._cursor = cursors[i];
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i] as Row;
+      (row as Record<string, unknown>)._cursor = cur(row);
+    }
   } else {
     const limitSql = page.style === "none" ? page.limit + 1 : page.limit + 1;
     rows = await db.many(
@@ -332,10 +333,6 @@ export async function serializeWithIncludes(
   fields: Map<string, Set<string>>,
   req: Pick<ReadRequest, "baseUrl" | "actor" | "now">,
 ): Promise<{ data: ResourceObject[]; included: ResourceObject[] }> {
-  if (tree.size === 0) {
-    // No include: nothing to load or deduplicate.
-    return { data: rows.map((r) => toResourceObject(res, r, req.baseUrl, fields)), included: [] };
-  }
   const linkages = new Map<Row, Linkage>();
   const included = new Map<string, { res: ResourceDecl; row: Row }>();
   const primaryKeys = new Set(rows.map((r) => `${res.type}\u0000${idOf(res, r)}`));

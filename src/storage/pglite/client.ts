@@ -2,14 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import fs from "node:fs";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import {
-  DatabaseLockedError,
-  type Db,
-  type ListenHandlers,
-  type QueryResult,
-  type Session,
-  type Tx,
-} from "../db.ts";
+import { DatabaseLockedError, type Db, type QueryResult, type Session, type Tx } from "../db.ts";
 import { DbError } from "../db-error.ts";
 import { Mutex } from "../mutex.ts";
 import { BaseQueryable, FnQueryable, FnSession } from "../queryable.ts";
@@ -187,13 +180,6 @@ export class PgliteDb extends BaseQueryable implements Db {
 
   async tryAdvisoryLock(_key: bigint): Promise<(() => Promise<void>) | null> {
     // The directory lock already makes this process the only one: it is always the leader.
-    return async () => {};
-  }
-
-  async listen(_channel: string, handlers: ListenHandlers): Promise<() => Promise<void>> {
-    // The directory lock makes this the only process on the database: every change is made
-    // through this Db object, so there is nothing to hear from elsewhere.
-    handlers.onState?.(true);
     return async () => {};
   }
 
