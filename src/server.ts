@@ -68,6 +68,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
+  ctx.listening = [{ host: config.host, port }];
 
   for (const f of features) {
     if (f.start) await f.start(ctx);

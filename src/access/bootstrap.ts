@@ -9,6 +9,7 @@ export type BootstrapOutcome =
   | "password_synced"
   | "exists"
   | "admin_exists"
+  | "restored"
   | "no_password"
   | "error";
 
@@ -36,6 +37,19 @@ export async function bootstrapAdmin(ctx: AppContext): Promise<BootstrapOutcome>
   }
 
   const existing = await findUserByEmail(ctx.db, email);
+  const activeAdmin = await ctx.db.one(
+    sql`SELECT 1 FROM users WHERE role = 'admin' AND status = 'active' LIMIT 1`,
+  );
+  if (existing && !activeAdmin && password) {
+    // Nobody can administer the instance (the last admin was demoted or disabled before that
+    // was refused, or by hand in the database): the operator's configured secret restores one.
+    await setUserPassword(ctx, existing.id, password);
+    await ctx.db.query(
+      sql`UPDATE users SET role = 'admin', status = 'active', updated_at = ${ctx.now()} WHERE id = ${existing.id}`,
+    );
+    ctx.log.warn({ email, user_id: existing.id }, "no active admin existed: bootstrap admin restored");
+    return "restored";
+  }
   if (existing) {
     if (password && forceSync && !(await verifyPassword(existing.password_hash, password))) {
       await setUserPassword(ctx, existing.id, password);
@@ -47,8 +61,7 @@ export async function bootstrapAdmin(ctx: AppContext): Promise<BootstrapOutcome>
     }
     return "exists";
   }
-  const admin = await ctx.db.one(sql`SELECT 1 FROM users WHERE role = 'admin' LIMIT 1`);
-  if (admin) return "admin_exists";
+  if (activeAdmin) return "admin_exists";
   if (!password) {
     ctx.log.warn(
       "no admin user exists and no bootstrap password is configured: set SERVICE_ADMIN_PASSWORD " +

@@ -4,7 +4,6 @@ import type { AccessRule, RateLimitScope } from "../http/route-config.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { AuthenticationRequiredError, ForbiddenError, RateLimitedError } from "../kernel/errors.ts";
 import type { Feature } from "../kernel/feature.ts";
-import { type Actor, hasPermission, hasRole } from "./actor.ts";
 import { resolveCredentials } from "./authenticate.ts";
 import { bootstrapAdmin } from "./bootstrap.ts";
 import { checkOrigin } from "./csrf.ts";
@@ -13,7 +12,8 @@ import { createRegistry, defaultRateLimit, type RouteRecord } from "./registry.t
 import { adminRoutes } from "./routes/admin.ts";
 import { credentialRoutes } from "./routes/credentials.ts";
 import { sessionRoutes } from "./routes/session.ts";
-import { CSRF_FIELD, CSRF_HEADER, csrfTokenMatches } from "./sessions.ts";
+import { decide, ruleKind } from "./rule.ts";
+import { CSRF_FIELD, CSRF_HEADER, csrfTokenMatches, SESSION_COOKIE } from "./sessions.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -41,29 +41,16 @@ export const ACCESS_DENIED_HEADER = "x-access-denied";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-/** Decide a request against the route's rule. Returns an error to throw, or null to proceed. */
-export function enforce(rule: AccessRule, actor: Actor | null, reason?: string): Error | null {
-  if ("public" in rule || "optional" in rule) return null;
-  const unauthenticated = () =>
-    new AuthenticationRequiredError(
-      reason ? `Authentication required: ${reason}` : "Authentication required",
-    );
-  if (!actor) return unauthenticated();
-  const controlPlaneActor = actor.kind === "gateway" || actor.kind === "agent";
-  if ("controlPlane" in rule) {
-    if (controlPlaneActor) return null;
-    if (rule.permission) return hasPermission(actor, rule.permission) ? null : new ForbiddenError();
-    return hasRole(actor, "admin")
-      ? null
-      : new ForbiddenError("this endpoint is for gateway and agent credentials");
-  }
-  if (controlPlaneActor) {
-    return new ForbiddenError("control-plane credentials are only accepted on control-plane endpoints");
-  }
-  if ("authenticated" in rule) return null;
-  if ("permission" in rule) return hasPermission(actor, rule.permission) ? null : new ForbiddenError();
-  if ("role" in rule) return hasRole(actor, rule.role) ? null : new ForbiddenError();
-  return new ForbiddenError();
+/** Decide a request against the route's rule (see rule.ts). */
+export const enforce = decide;
+
+function presentsCredentials(request: FastifyRequest): boolean {
+  const h = request.headers;
+  return (
+    h.authorization !== undefined ||
+    h["x-api-key"] !== undefined ||
+    (typeof h.cookie === "string" && h.cookie.includes(SESSION_COOKIE))
+  );
 }
 
 function budgetFor(ctx: AppContext, scope: RateLimitScope): Budget | null {
@@ -112,10 +99,20 @@ export function createAccessFeature(): Feature {
         const config = request.routeOptions.config;
         const rule = config?.access;
         if (!rule) return; // no route matched: the 404 handler answers
-        if (!("public" in rule)) {
+        if (ruleKind(rule) !== "public") {
+          // Credential guessing is budgeted per IP on its own: once exhausted, requests that
+          // present credentials get 429 before any lookup (the database is not a guessing oracle).
+          const failures = ctx.config.rateLimitAuthFailures;
+          if (presentsCredentials(request)) {
+            const seen = await limiter.peek("auth_failures", `ip:${request.ip}`, failures).catch(() => null);
+            if (seen && !seen.allowed) throw new RateLimitedError(seen.retryAfter);
+          }
           const creds = await resolveCredentials(ctx, request);
+          if (creds.presented && !creds.actor) {
+            await limiter.consume("auth_failures", `ip:${request.ip}`, failures).catch(() => undefined);
+          }
           let actor = creds.actor;
-          if ("optional" in rule && actor && actor.kind !== "user") actor = null;
+          if (ruleKind(rule) === "optional" && actor && actor.kind !== "user") actor = null;
           const denied = enforce(rule, actor, creds.presented ? creds.reason : undefined);
           if (denied) {
             // 401s are answered before the budget: they consume nothing.

@@ -37,6 +37,8 @@ export interface RateStore {
     nowSec: number,
     record: boolean,
   ): Promise<{ count: number; oldest: number | null; allowed: boolean }>;
+  /** Whether the store answers (shown in /health); stores without a remote part are always ok. */
+  health?(): { status: "ok" | "degraded"; detail?: string };
   /** Drop data older than `beforeSec` (housekeeping). */
   sweep(beforeSec: number): Promise<void>;
   close(): Promise<void>;
@@ -116,31 +118,86 @@ end
 return {1, count, oldest}
 `;
 
+/**
+ * Redis counters, failing fast: short connect/command timeouts, no offline queue, and a
+ * circuit breaker. While Redis is unreachable the breaker is open and budgets fall back to
+ * this process's memory (per replica, so still bounded), one warning per state change, and
+ * /health reports `degraded`; a probe every BREAKER_MS closes it again when Redis answers.
+ */
+const BREAKER_MS = 5000;
+
 export class RedisRateStore implements RateStore {
   readonly kind = "redis";
   private readonly client: Redis;
-  constructor(url: string) {
-    this.client = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false });
-    this.client.on("error", () => {
-      // Connection errors surface on the commands that fail; don't crash the process.
+  private readonly fallback = new MemoryRateStore();
+  private openUntil = 0;
+  private lastError: string | undefined;
+
+  constructor(
+    url: string,
+    private readonly log?: { warn: (o: object, m: string) => void; info: (o: object, m: string) => void },
+  ) {
+    this.client = new Redis(url, {
+      connectTimeout: 1000,
+      commandTimeout: 500,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      lazyConnect: false,
+      retryStrategy: (times) => Math.min(times * 500, BREAKER_MS),
+    });
+    this.client.on("error", (err: Error) => {
+      // Connection errors surface as an open breaker; never crash the process.
+      this.lastError = err.message;
     });
   }
 
-  async hit(key: string, limit: number, windowSec: number, nowSec: number, record: boolean) {
-    const res = (await this.client.eval(
-      REDIS_SCRIPT,
-      1,
-      `netmon:rl:${key}`,
-      nowSec,
-      windowSec,
-      limit,
-      record ? "1" : "0",
-      randomUUID(),
-    )) as [number, number, number];
-    return { allowed: res[0] === 1, count: res[1], oldest: res[2] < 0 ? null : res[2] };
+  private trip(err: unknown): void {
+    const wasClosed = this.openUntil === 0;
+    this.openUntil = Date.now() + BREAKER_MS;
+    this.lastError = (err as Error)?.message ?? String(err);
+    if (wasClosed)
+      this.log?.warn(
+        { err: this.lastError },
+        "redis unreachable: request budgets fall back to this process's memory until it answers",
+      );
   }
 
-  async sweep() {}
+  async hit(key: string, limit: number, windowSec: number, nowSec: number, record: boolean) {
+    if (this.openUntil > Date.now()) return this.fallback.hit(key, limit, windowSec, nowSec, record);
+    try {
+      const res = (await this.client.eval(
+        REDIS_SCRIPT,
+        1,
+        `netmon:rl:${key}`,
+        nowSec,
+        windowSec,
+        limit,
+        record ? "1" : "0",
+        randomUUID(),
+      )) as [number, number, number];
+      if (this.openUntil !== 0) {
+        this.openUntil = 0;
+        this.log?.info({}, "redis answers again: request budgets are shared through it");
+      }
+      return { allowed: res[0] === 1, count: res[1], oldest: res[2] < 0 ? null : res[2] };
+    } catch (err) {
+      this.trip(err);
+      return this.fallback.hit(key, limit, windowSec, nowSec, record);
+    }
+  }
+
+  health(): { status: "ok" | "degraded"; detail?: string } {
+    return this.openUntil === 0
+      ? { status: "ok" }
+      : {
+          status: "degraded",
+          detail: `redis unreachable (${this.lastError ?? "no answer"}); budgets per process`,
+        };
+  }
+
+  async sweep(beforeSec: number) {
+    await this.fallback.sweep(beforeSec);
+  }
 
   async close() {
     this.client.disconnect();
@@ -148,7 +205,7 @@ export class RedisRateStore implements RateStore {
 }
 
 export function createRateStore(ctx: AppContext): RateStore {
-  if (ctx.config.redisUrl) return new RedisRateStore(ctx.config.redisUrl);
+  if (ctx.config.redisUrl) return new RedisRateStore(ctx.config.redisUrl, ctx.log);
   if (ctx.db.kind === "postgres") return new PostgresRateStore(ctx.db);
   return new MemoryRateStore();
 }

@@ -222,11 +222,32 @@ export async function updateUser(
     }
     localLogin = patch.local_login_enabled;
   }
-  const row = await ctx.db.one<UserRow>(sql`
-    UPDATE users SET display_name = ${displayName}, role = ${role}, role_profile_id = ${profileId},
-      local_login_enabled = ${localLogin}, updated_at = ${ctx.now()}
-    WHERE id = ${id} RETURNING *`);
-  return row as UserRow;
+  return ctx.db.transaction(async (tx) => {
+    if (role !== "admin") await assertAnotherAdminRemains(tx, id);
+    const row = await tx.one<UserRow>(sql`
+      UPDATE users SET display_name = ${displayName}, role = ${role}, role_profile_id = ${profileId},
+        local_login_enabled = ${localLogin}, updated_at = ${ctx.now()}
+      WHERE id = ${id} RETURNING *`);
+    return row as UserRow;
+  });
+}
+
+/**
+ * Refuse (409) a change that would leave the instance without an active admin: demoting or
+ * deactivating `userId` when it is the last one. The active admins' rows are locked first, so
+ * two admins demoting each other at once cannot both succeed.
+ */
+async function assertAnotherAdminRemains(tx: Queryable, userId: string): Promise<void> {
+  const admins = await tx.many<{ id: string }>(
+    sql`SELECT id FROM users WHERE role = 'admin' AND status = 'active' ORDER BY id FOR UPDATE`,
+  );
+  const isAdmin = admins.some((a) => a.id === userId);
+  if (isAdmin && admins.length <= 1) {
+    throw new ConflictError(
+      "this is the last active admin: make another user an admin first, so the instance can still be administered",
+      { code: "last_admin" },
+    );
+  }
 }
 
 /** Disable a user: sign-in refused, sessions revoked, every token stops working at once. */
@@ -239,6 +260,7 @@ export async function deactivateUser(ctx: AppContext, actor: Actor, id: string):
   }
   const now = ctx.now();
   return ctx.db.transaction(async (tx) => {
+    await assertAnotherAdminRemains(tx, id);
     await tx.query(sql`UPDATE sessions SET revoked_at = ${now} WHERE user_id = ${id} AND revoked_at IS NULL`);
     const row = await tx.one<UserRow>(
       sql`UPDATE users SET status = 'disabled', updated_at = ${now} WHERE id = ${id} RETURNING *`,

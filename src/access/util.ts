@@ -20,14 +20,22 @@ export function deriveKey(secret: Buffer, purpose: string): Buffer {
 }
 
 /** `30d`, `12h`, `15m`, `90s` or a bare number of seconds → seconds. */
+/** The longest lifetime any credential may be given: ten years (beyond it dates stop being useful). */
+export const MAX_TTL_SECONDS = 10 * 366 * 86400;
+
 export function parseTtl(raw: string | number): number {
+  const bounded = (n: number) => {
+    if (n > MAX_TTL_SECONDS) throw new Error(`must be at most ${MAX_TTL_SECONDS} seconds (ten years)`);
+    return n;
+  };
   if (typeof raw === "number") {
     if (!Number.isInteger(raw) || raw <= 0) throw new Error("must be a positive number of seconds");
-    return raw;
+    return bounded(raw);
   }
+  if (typeof raw !== "string") throw new Error("must be a number of seconds or a duration like 30d");
   const m = /^(\d+)(s|m|h|d)?$/.exec(raw.trim());
   if (!m) throw new Error(`must be a duration like 3600, 90s, 15m, 12h or 30d, got '${raw}'`);
   const n = Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400 }[(m[2] ?? "s") as "s" | "m" | "h" | "d"];
   if (n <= 0) throw new Error("must be positive");
-  return n;
+  return bounded(n);
 }

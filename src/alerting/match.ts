@@ -23,13 +23,14 @@ export const MATCH_KEYS = [
 export function lookupPath(obj: unknown, path: string): unknown {
   if (obj === null || typeof obj !== "object") return undefined;
   const rec = obj as Record<string, unknown>;
-  if (path in rec) return rec[path];
+  // Own properties only: a path such as "constructor" or "__proto__" names nothing.
+  if (Object.hasOwn(rec, path)) return rec[path];
   const dot = path.indexOf(".");
   if (dot < 0) return undefined;
   // Try progressively longer first segments ("k8s.node" + "name").
   for (let i = dot; i >= 0 && i < path.length; i = path.indexOf(".", i + 1)) {
     const head = path.slice(0, i);
-    if (head in rec) {
+    if (Object.hasOwn(rec, head)) {
       const v = lookupPath(rec[head], path.slice(i + 1));
       if (v !== undefined) return v;
     }

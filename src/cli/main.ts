@@ -22,7 +22,26 @@ Configuration is read from environment variables; see README.md.
 `;
 }
 
+/** One readable line for any thrown value (never "[object Object]"). */
+function describeError(err: unknown): string {
+  if (err instanceof Error && err.message) return err.message;
+  if (err && typeof err === "object") {
+    const o = err as { message?: unknown; code?: unknown; name?: unknown };
+    if (typeof o.message === "string" && o.message) return o.message;
+    if (typeof o.code === "string") return `${String(o.name ?? "error")} ${o.code}`;
+    try {
+      return JSON.stringify(err);
+    } catch {
+      return Object.prototype.toString.call(err);
+    }
+  }
+  return String(err);
+}
+
 export async function main(argv: readonly string[]): Promise<number> {
+  // Everything netmon writes (embedded database, secret key) is for its own user only,
+  // whatever umask it was started with; worker threads share this process umask.
+  process.umask(0o077);
   const [first, ...rest] = argv;
   if (first === undefined || first === "--help" || first === "-h" || first === "help") {
     process.stdout.write(help());
@@ -53,7 +72,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`netmon: ${err.message}\n`);
       return 1;
     }
-    process.stderr.write(`netmon ${command.name}: ${(err as Error).message}\n`);
+    process.stderr.write(`netmon ${command.name}: ${describeError(err)}\n`);
     return 1;
   }
 }

@@ -82,6 +82,13 @@ export const VARIABLES = {
     description: "Request budget of each gateway/agent credential on control-plane routes",
     shownDefault: "600/60s",
   }),
+  NETMON_RATE_LIMIT_AUTH_FAILURES: v({
+    parse: rate,
+    default: { requests: 60, windowSeconds: 60 },
+    description:
+      "Failed authentications (bad token, API key or session) allowed per client IP; beyond it 429 without a credential lookup",
+    shownDefault: "60/60s",
+  }),
   REDIS_URL: v({
     parse: url("redis", "rediss"),
     description: "Redis URL; when set, rate-limit counters are kept in Redis",
@@ -196,6 +203,7 @@ export interface Config {
   rateLimitApiDefault: Rate;
   rateLimitAdmin: Rate;
   rateLimitControl: Rate;
+  rateLimitAuthFailures: Rate;
   redisUrl: string | undefined;
   embeddedAgent: boolean;
   monitoring: {
@@ -260,6 +268,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitApiDefault: r.NETMON_RATE_LIMIT_API_DEFAULT,
     rateLimitAdmin: r.NETMON_RATE_LIMIT_ADMIN,
     rateLimitControl: r.NETMON_RATE_LIMIT_CONTROL,
+    rateLimitAuthFailures: r.NETMON_RATE_LIMIT_AUTH_FAILURES,
     redisUrl: r.REDIS_URL,
     embeddedAgent: r.NETMON_EMBEDDED_AGENT,
     monitoring: {

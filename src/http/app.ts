@@ -3,7 +3,12 @@ import formbody from "@fastify/formbody";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
+import { enforceBodyMembers } from "./body-members.ts";
+import { clientErrorHandler } from "./client-errors.ts";
 import { errorHandler, JSONAPI_MEDIA_TYPE, notFoundHandler } from "./errors.ts";
+import { guardInput } from "./input-guard.ts";
+import { strictJsonParser } from "./json-numbers.ts";
+import { securityHeaders } from "./security-headers.ts";
 import "./route-config.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -20,6 +25,13 @@ export async function buildApp(ctx: AppContext, features: readonly Feature[]): P
       return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     return503OnClosing: true,
+    // A body naming __proto__ or constructor.prototype is refused with 400, never merged.
+    onProtoPoisoning: "error",
+    // Errors before routing (bad URL encoding, over-long parameters, unparsable HTTP) answer in
+    // the documented shapes too.
+    frameworkErrors: (error, request, reply) => errorHandler(error, request, reply),
+    clientErrorHandler,
+    onConstructorPoisoning: "error",
     // One line per request (on completion) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: "idle",
@@ -51,13 +63,15 @@ export async function buildApp(ctx: AppContext, features: readonly Feature[]): P
   });
 
   // JSON:API bodies parse like JSON; the JSON:API layer checks media type parameters itself.
-  app.addContentTypeParser(
-    JSONAPI_MEDIA_TYPE,
-    { parseAs: "string" },
-    app.getDefaultJsonParser("error", "ignore"),
-  );
+  // Both refuse prototype keys and integers JSON.parse would round.
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, strictJsonParser(app));
+  app.addContentTypeParser(JSONAPI_MEDIA_TYPE, { parseAs: "string" }, strictJsonParser(app));
   await app.register(formbody, { bodyLimit: ctx.config.bodyLimit });
 
+  securityHeaders(app);
+  guardInput(app);
+  enforceBodyMembers(app);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
 

@@ -8,6 +8,7 @@ import {
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
 } from "../kernel/errors.ts";
+import { DbError, isDiskFull } from "../storage/db-error.ts";
 
 export const JSONAPI_MEDIA_TYPE = "application/vnd.api+json";
 
@@ -31,6 +32,10 @@ export function toAppError(err: unknown): AppError | null {
       return new InvalidRequestError("malformed JSON body: the body is not valid JSON", {
         code: "malformed_json",
       });
+    case "FST_ERR_BAD_URL":
+      return new InvalidRequestError("the URL is not validly percent-encoded UTF-8", { code: "invalid_url" });
+    case "FST_ERR_MAX_PARAM_LENGTH":
+      return new AppError(414, "uri_too_long", "a path parameter exceeds the length limit", "URI too long");
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return new InvalidRequestError("malformed JSON body: the body is empty", { code: "malformed_json" });
     case "FST_ERR_CTP_BODY_TOO_LARGE":
@@ -48,6 +53,25 @@ export function toAppError(err: unknown): AppError | null {
             : undefined,
       });
     }
+  }
+  if (isDiskFull(err)) {
+    return new AppError(
+      507,
+      "storage_full",
+      "the database cannot write: the disk holding its data is full. Free space; netmon recovers without a restart",
+      "Insufficient storage",
+      { headers: { "retry-after": "60" } },
+    );
+  }
+  if (err instanceof DbError && err.code && (err.code.startsWith("22") || err.code === "54001")) {
+    // Data exceptions (value out of range, invalid text, untranslatable character, datetime
+    // overflow) and over-deep values come from request data the edge checks let through:
+    // the client's to fix, so 400, never 500. The edge checks (input-guard.ts) name the member;
+    // this is the backstop.
+    return new InvalidRequestError(
+      `a value in the request is out of range or not valid for its field (${err.message})`,
+      { code: "invalid_value" },
+    );
   }
   if (e instanceof SyntaxError && "body" in (e as object)) {
     return new InvalidRequestError(`malformed JSON body: ${e.message}`, { code: "malformed_json" });

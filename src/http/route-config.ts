@@ -26,12 +26,21 @@ export type AccessRule =
    */
   | { controlPlane: true; permission?: string };
 
+export type BodyMembers = readonly string[] | "validated";
+
 export type RateLimitScope = "api_default" | "admin" | "control" | "none";
 
 declare module "fastify" {
   interface FastifyContextConfig {
     access?: AccessRule;
     rateLimit?: RateLimitScope;
+    /**
+     * The JSON body members a write route accepts (top level). Any other member is refused
+     * with 400 before the handler runs, so a typo (`ttl` for `expires_in`) is never silently
+     * ignored. `"validated"`: the handler validates the whole document against a schema
+     * (the JSON:API engine). Every POST/PUT/PATCH route must declare one (checked at start).
+     */
+    body?: BodyMembers;
   }
   interface FastifyRequest {
     actor: Actor | null;

@@ -23,23 +23,31 @@ type Q = Record<string, unknown>;
 export function inventoryRoutes(app: FastifyInstance, ctx: AppContext): void {
   const policy = (permission: string) => ({ access: { permission }, rateLimit: "api_default" as const });
 
-  app.post("/api/v1/device-updates", { config: policy("devices.ingest") }, async (request) => {
-    const body = request.body as Q | undefined;
-    if (!body || typeof body !== "object" || !("updates" in body)) {
-      throw new InvalidRequestError('body must be {"updates": [...]}', { code: "invalid_updates" });
-    }
-    const res = await ingestSightings(ctx, actorOf(request), body.updates);
-    return { data: res };
-  });
+  app.post(
+    "/api/v1/device-updates",
+    { config: { ...policy("devices.ingest"), body: ["updates"] } },
+    async (request) => {
+      const body = request.body as Q | undefined;
+      if (!body || typeof body !== "object" || !("updates" in body)) {
+        throw new InvalidRequestError('body must be {"updates": [...]}', { code: "invalid_updates" });
+      }
+      const res = await ingestSightings(ctx, actorOf(request), body.updates);
+      return { data: res };
+    },
+  );
 
   app.get("/api/v1/identity/resolve", { config: policy("identity.resolve") }, async (request) => {
     const q = request.query as Q;
     return { data: await resolveOne(ctx, actorOf(request), q) };
   });
 
-  app.post("/api/v1/identity/resolve", { config: policy("identity.resolve") }, async (request) => {
-    return { data: await resolveBatch(ctx, actorOf(request), request.body) };
-  });
+  app.post(
+    "/api/v1/identity/resolve",
+    { config: { ...policy("identity.resolve"), body: ["devices", "partition"] } },
+    async (request) => {
+      return { data: await resolveBatch(ctx, actorOf(request), request.body) };
+    },
+  );
 
   app.get("/api/devices", { config: policy("devices.view") }, async (request) => {
     const params = parseListParams(request.query as Q);
@@ -67,9 +75,27 @@ export function inventoryRoutes(app: FastifyInstance, ctx: AppContext): void {
     return readSnapshot(ctx, actorOf(request), request.query as Q);
   });
 
-  app.post("/api/v1/source-inventory", { config: policy("devices.ingest") }, async (request) => {
-    return { data: await uploadSnapshot(ctx, actorOf(request), request.body) };
-  });
+  app.post(
+    "/api/v1/source-inventory",
+    {
+      config: {
+        ...policy("devices.ingest"),
+        body: [
+          "source",
+          "instance",
+          "collection",
+          "partition",
+          "observed_at",
+          "complete",
+          "query_hash",
+          "records",
+        ],
+      },
+    },
+    async (request) => {
+      return { data: await uploadSnapshot(ctx, actorOf(request), request.body) };
+    },
+  );
 
   cleanupSettingsSingletonRoute(app, ctx);
 }

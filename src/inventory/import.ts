@@ -3,6 +3,7 @@ import readline from "node:readline";
 import { SYSTEM_ACTOR } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError } from "../kernel/errors.ts";
+import { parseUntrustedJson, RESERVED_KEYS } from "../kernel/json.ts";
 import { applySightings, type ItemError, MAX_BATCH, validateSightings } from "./ingest.ts";
 
 /** Columns mapped onto sighting fields; any other CSV column goes into `metadata`. */
@@ -59,9 +60,10 @@ export function parseCsvLine(line: string): string[] {
 }
 
 function csvRecord(header: string[], cells: string[]): Record<string, unknown> {
-  const rec: Record<string, unknown> = {};
-  const metadata: Record<string, string> = {};
+  const rec: Record<string, unknown> = Object.create(null);
+  const metadata: Record<string, string> = Object.create(null);
   header.forEach((h, i) => {
+    if (RESERVED_KEYS.has(h)) return; // a column named __proto__ is data nobody can mean
     const v = (cells[i] ?? "").trim();
     if (v === "") return;
     if (!KNOWN.has(h)) metadata[h] = v;
@@ -121,7 +123,7 @@ async function readRecords(file: string, opts: ImportOptions): Promise<{ line: n
     } else {
       let rec: unknown;
       try {
-        rec = JSON.parse(line);
+        rec = parseUntrustedJson(line);
       } catch {
         rec = null;
       }

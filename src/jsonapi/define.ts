@@ -67,6 +67,11 @@ export interface AttributeDecl {
    * Read-only value computed from the raw row (column names as keys). Never filterable,
    * sortable or writable.
    */
+  /**
+   * Applied to the stored value whenever the attribute is serialised: secrets inside it are
+   * write-only (replaced by a set/unset marker), in every response and export.
+   */
+  redact?: (value: unknown) => unknown;
   computed?: (row: Row) => unknown;
   /** Serialised in `attributes` (default true). false keeps it internal (still filterable if asked). */
   public?: boolean;
@@ -338,6 +343,16 @@ export interface HookEvent {
 export interface HooksDecl {
   /** Before the default INSERT, in the transaction; may throw a typed error or amend input. */
   beforeCreate?: (c: OperationContext, actor: Actor, input: Record<string, unknown>) => Promise<void> | void;
+  /**
+   * Before the default UPDATE, in the transaction, with the record as stored; may throw a
+   * typed error or amend input (e.g. keep write-only secrets the client did not resend).
+   */
+  beforeUpdate?: (
+    c: OperationContext,
+    actor: Actor,
+    before: RecordView,
+    input: Record<string, unknown>,
+  ) => Promise<void> | void;
   /** After any write, in the same transaction. */
   afterWrite?: (c: OperationContext, actor: Actor, event: HookEvent) => Promise<void> | void;
   /** After the transaction committed (cache invalidation, events). Errors are logged, not raised. */
@@ -423,6 +438,10 @@ export function isSortable(a: AttributeDecl): boolean {
   return !(a.type === "object" || a.type === "array" || a.type === "any");
 }
 
+function nullPrototype<V>(map: Record<string, V>): Record<string, V> {
+  return Object.freeze(Object.assign(Object.create(null) as Record<string, V>, map));
+}
+
 /**
  * Validate and freeze a declaration. Throws at import time on unsafe identifiers, enum
  * attributes without values, unknown default-sort fields or transitions, so a broken
@@ -470,5 +489,17 @@ export function defineResource<T extends ResourceDecl>(decl: T): Readonly<T> {
     }
   }
   if (decl.touchColumn) checkIdent("touch column", decl.touchColumn);
+  // Request data names attributes, relationships and parameters (filter[x], sort=x, fields):
+  // looked up in null-prototype maps, `toString` or `constructor` is simply unknown.
+  const mutable = decl as ResourceDecl;
+  mutable.attributes = nullPrototype(decl.attributes);
+  if (decl.relationships) mutable.relationships = nullPrototype(decl.relationships);
+  if (decl.listParams) mutable.listParams = nullPrototype(decl.listParams);
+  if (decl.readParams) mutable.readParams = nullPrototype(decl.readParams);
+  if (decl.stateMachine)
+    mutable.stateMachine = {
+      ...decl.stateMachine,
+      transitions: nullPrototype(decl.stateMachine.transitions),
+    };
   return Object.freeze(decl);
 }

@@ -4,11 +4,14 @@
  * document at GET /api/v2/open_api and Swagger UI at /api/v2/swaggerui (served from the
  * swagger-ui-dist package, no CDN).
  */
+
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { JSONAPI_MEDIA_TYPE } from "../http/errors.ts";
+import { strictJsonParser } from "../http/json-numbers.ts";
+import { HTML_SECURITY_HEADERS } from "../http/security-headers.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { GoneError, NotFoundError } from "../kernel/errors.ts";
 import type { Feature } from "../kernel/feature.ts";
@@ -75,6 +78,11 @@ const SWAGGER_FILES: Record<string, string> = {
   "favicon-32x32.png": "image/png",
 };
 
+const SWAGGER_CSP = (HTML_SECURITY_HEADERS["content-security-policy"] as string).replace(
+  "style-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+);
+
 const SWAGGER_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>API version 2</title>
 <link rel="stylesheet" href="${PREFIX}/swaggerui/swagger-ui.css"></head>
@@ -94,7 +102,7 @@ export async function registerJsonApi(app: FastifyInstance, ctx: AppContext): Pr
   // An encapsulated context whose JSON:API body parser accepts an empty body (operations
   // without arguments may be sent with a Content-Type and no body).
   await app.register(async (child) => {
-    const json = child.getDefaultJsonParser("error", "ignore");
+    const json = strictJsonParser(child);
     child.removeContentTypeParser(JSONAPI_MEDIA_TYPE);
     child.addContentTypeParser(JSONAPI_MEDIA_TYPE, { parseAs: "string" }, (request, body, done) => {
       if (body === "" || (typeof body === "string" && body.trim() === "")) {
@@ -132,13 +140,16 @@ export async function registerJsonApi(app: FastifyInstance, ctx: AppContext): Pr
   const dir = swaggerDir();
   const page = { config: { access: { public: true }, rateLimit: "none" } } as const;
   app.get(`${PREFIX}/swaggerui`, page, async (_request, reply) =>
-    reply.type("text/html; charset=utf-8").send(SWAGGER_HTML),
+    // Swagger UI sets inline styles from its bundle; scripts stay 'self' only.
+    reply.type("text/html; charset=utf-8").header("content-security-policy", SWAGGER_CSP).send(SWAGGER_HTML),
   );
   app.get(`${PREFIX}/swaggerui/init.js`, page, async (_request, reply) =>
     reply.type("application/javascript; charset=utf-8").send(SWAGGER_INIT),
   );
   app.get<{ Params: { file: string } }>(`${PREFIX}/swaggerui/:file`, page, async (request, reply) => {
-    const type = SWAGGER_FILES[request.params.file];
+    // Own properties only: `constructor` must not find Object's constructor (issue 10).
+    const file = request.params.file;
+    const type = Object.hasOwn(SWAGGER_FILES, file) ? SWAGGER_FILES[file] : undefined;
     if (!type) throw new NotFoundError();
     return reply
       .type(type)

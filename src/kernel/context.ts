@@ -12,4 +12,6 @@ export interface AppContext {
   log: Logger;
   secretKey: Buffer;
   now: () => Date;
+  /** The HTTP endpoints this core really listens on (set once listening; port 0 resolved). */
+  listening?: { host: string; port: number }[];
 }

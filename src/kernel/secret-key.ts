@@ -13,7 +13,7 @@ export function loadOrCreateSecretKey(file: string): Buffer {
     if (key.length < 32) throw new Error(`secret key file ${file} must hold at least 32 bytes (base64)`);
     return key;
   }
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const key = randomBytes(48);
   try {
     fs.writeFileSync(file, key.toString("base64") + "\n", { mode: 0o600, flag: "wx" });

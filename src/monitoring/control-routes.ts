@@ -10,7 +10,7 @@ import type { Actor } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { ForbiddenError, InvalidRequestError } from "../kernel/errors.ts";
 import { recordHostMetrics } from "./host-metrics.ts";
-import { claimJobsWait, completeJob, failJob, startJob } from "./jobs.ts";
+import { claimJobsWait, completeJob, failJob, type JobOwner, startJob } from "./jobs.ts";
 import { CONTROL_PREFIX } from "./runtime/links.ts";
 
 const config = { access: { controlPlane: true }, rateLimit: "control" } as const;
@@ -50,6 +50,15 @@ function gatewayOf(actor: Actor | null, requested: string): string {
   return requested;
 }
 
+/** The claiming gateway a job call must come from (null: in-process or admin callers). */
+function ownerOf(actor: Actor | null): JobOwner {
+  if (!actor) throw new ForbiddenError();
+  if (actor.kind === "gateway") return { gatewayId: actor.id.replace(/^gateway:/, "") };
+  if (actor.kind === "agent")
+    throw new ForbiddenError("agent credentials talk to their gateway, not the core");
+  return null;
+}
+
 export function registerControlRoutes(app: FastifyInstance, ctx: AppContext): void {
   const p = CONTROL_PREFIX;
 
@@ -59,27 +68,38 @@ export function registerControlRoutes(app: FastifyInstance, ctx: AppContext): vo
     return { kind: a.kind, id: a.id, name: a.id.replace(/^(gateway|agent):/, "") };
   });
 
-  app.post(`${p}/jobs/claim`, { config }, async (req) => {
-    const b = body(req);
-    const gatewayId = gatewayOf(req.actor, str(b, "gateway_id") as string);
-    const agentUids = Array.isArray(b.agent_uids) ? b.agent_uids.map(String).slice(0, 10_000) : [];
-    const max = Number.isInteger(b.max) ? (b.max as number) : 1;
-    const waitMs = Number.isInteger(b.wait_ms) ? Math.min(30_000, Math.max(0, b.wait_ms as number)) : 0;
-    const abort = new AbortController();
-    req.raw.once("close", () => abort.abort());
-    const jobs = await claimJobsWait(ctx, { gatewayId, agentUids, max, waitMs, signal: abort.signal });
-    return { jobs };
-  });
+  app.post(
+    `${p}/jobs/claim`,
+    { config: { ...config, body: ["gateway_id", "agent_uids", "max", "wait_ms"] } },
+    async (req) => {
+      const b = body(req);
+      const gatewayId = gatewayOf(req.actor, str(b, "gateway_id") as string);
+      const agentUids = Array.isArray(b.agent_uids) ? b.agent_uids.map(String).slice(0, 10_000) : [];
+      const max = Number.isInteger(b.max) ? (b.max as number) : 1;
+      const waitMs = Number.isInteger(b.wait_ms) ? Math.min(30_000, Math.max(0, b.wait_ms as number)) : 0;
+      const abort = new AbortController();
+      req.raw.once("close", () => abort.abort());
+      const jobs = await claimJobsWait(ctx, { gatewayId, agentUids, max, waitMs, signal: abort.signal });
+      return { jobs };
+    },
+  );
 
-  app.post<{ Params: { id: string } }>(`${p}/jobs/:id/start`, { config }, async (req) => {
-    const b = body(req);
-    const job = await startJob(ctx, req.params.id, str(b, "agent_id") as string);
-    return { job: { id: job.id, status: job.status } };
-  });
+  app.post<{ Params: { id: string } }>(
+    `${p}/jobs/:id/start`,
+    { config: { ...config, body: ["agent_id"] } },
+    async (req) => {
+      const b = body(req);
+      const job = await startJob(ctx, req.params.id, str(b, "agent_id") as string, ownerOf(req.actor));
+      return { job: { id: job.id, status: job.status } };
+    },
+  );
 
   app.post<{ Params: { id: string } }>(
     `${p}/jobs/:id/results`,
-    { config, bodyLimit: 16 * 1024 * 1024 },
+    {
+      config: { ...config, body: ["agent_id", "gateway_id", "results", "sweep_hosts"] },
+      bodyLimit: 16 * 1024 * 1024,
+    },
     async (req) => {
       const b = body(req);
       const gatewayId =
@@ -89,24 +109,38 @@ export function registerControlRoutes(app: FastifyInstance, ctx: AppContext): vo
         gatewayId,
         results: b.results,
         sweepHosts: b.sweep_hosts,
+        owner: ownerOf(req.actor),
       });
       return { job: { id: job.id, status: job.status }, recorded };
     },
   );
 
-  app.post<{ Params: { id: string } }>(`${p}/jobs/:id/fail`, { config }, async (req) => {
-    const b = body(req);
-    const job = await failJob(ctx, req.params.id, {
-      message: str(b, "message") as string,
-      code: str(b, "code", false) ?? "EXECUTION_ERROR",
-    });
-    return { job: { id: job.id, status: job.status } };
-  });
+  app.post<{ Params: { id: string } }>(
+    `${p}/jobs/:id/fail`,
+    { config: { ...config, body: ["message", "code"] } },
+    async (req) => {
+      const b = body(req);
+      const job = await failJob(
+        ctx,
+        req.params.id,
+        {
+          message: str(b, "message") as string,
+          code: str(b, "code", false) ?? "EXECUTION_ERROR",
+        },
+        ownerOf(req.actor),
+      );
+      return { job: { id: job.id, status: job.status } };
+    },
+  );
 
-  app.post(`${p}/host-metrics`, { config, bodyLimit: 4 * 1024 * 1024 }, async (req, reply) => {
-    const b = body(req);
-    const gatewayId = gatewayOf(req.actor, str(b, "gateway_id") as string);
-    await recordHostMetrics(ctx, { agentId: str(b, "agent_id") as string, gatewayId, sample: b.sample });
-    return reply.code(202).send({ accepted: true });
-  });
+  app.post(
+    `${p}/host-metrics`,
+    { config: { ...config, body: ["agent_id", "gateway_id", "sample"] }, bodyLimit: 4 * 1024 * 1024 },
+    async (req, reply) => {
+      const b = body(req);
+      const gatewayId = gatewayOf(req.actor, str(b, "gateway_id") as string);
+      await recordHostMetrics(ctx, { agentId: str(b, "agent_id") as string, gatewayId, sample: b.sample });
+      return reply.code(202).send({ accepted: true });
+    },
+  );
 }

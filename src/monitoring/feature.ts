@@ -3,6 +3,7 @@
  * (scheduler, stale-job reaper, liveness sweep, pruning) and, in the embedded default, one
  * in-process gateway and agent running the same code as `netmon gateway` / `netmon agent`.
  */
+
 import os from "node:os";
 import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
@@ -10,6 +11,7 @@ import { registerControlRoutes } from "./control-routes.ts";
 import { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, markSilent } from "./fleet.ts";
 import { jobSignal, pruneJobs, reapStaleJobs, releaseOrphans } from "./jobs.ts";
 import { Agent, inProcessGatewayLink } from "./runtime/agent.ts";
+import { CheckThread } from "./runtime/check-thread.ts";
 import { Gateway } from "./runtime/gateway.ts";
 import { inProcessCoreLink } from "./runtime/links.ts";
 import { SCHEDULER_LOCK_KEY, scheduleDue } from "./scheduler.ts";
@@ -27,6 +29,8 @@ export interface MonitoringOptions {
 export interface MonitoringRuntime {
   gateway: Gateway | null;
   agent: Agent | null;
+  /** The worker thread the embedded agent's checks run in. */
+  checkThread: CheckThread | null;
   isLeader(): boolean;
 }
 
@@ -42,6 +46,7 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
   let busy = false;
   let gateway: Gateway | null = null;
   let agent: Agent | null = null;
+  let checkThread: CheckThread | null = null;
   let lastReap = 0;
   let lastSweep = 0;
   let lastPrune = 0;
@@ -87,11 +92,18 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
 
       if (opts.embedded ?? ctx.config.embeddedAgent) {
         const id = `embedded-${os.hostname()}`.slice(0, 200);
-        const policy = new TargetPolicy({
+        const policyOptions = {
           allowLinkLocal: settings.allowLinkLocal,
           allowCore: settings.allowCore,
-          coreEndpoints: [{ host: ctx.config.host, port: ctx.config.port }],
+          coreEndpoints: ctx.listening ?? [{ host: ctx.config.host, port: ctx.config.port }],
+        };
+        const policy = new TargetPolicy(policyOptions);
+        checkThread = new CheckThread({
+          policy: policyOptions,
+          customAllowList: settings.customAllowList,
+          log: ctx.log,
         });
+        const thread = checkThread;
         gateway = new Gateway({ id, core: inProcessCoreLink(ctx), log: ctx.log });
         await gateway.start();
         agent = new Agent({
@@ -100,18 +112,20 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
           policy,
           log: ctx.log,
           customAllowList: settings.customAllowList,
+          runner: (spec) => thread.run(spec),
         });
         await agent.start();
       }
       const g = gateway;
       const a = agent;
-      RUNTIMES.set(ctx, { gateway: g, agent: a, isLeader: () => release !== null });
+      RUNTIMES.set(ctx, { gateway: g, agent: a, checkThread, isLeader: () => release !== null });
     },
     async stop() {
       stopped = true;
       for (const t of timers) clearInterval(t);
       timers = [];
       await agent?.stop(5000);
+      await checkThread?.close();
       await gateway?.stop();
       while (busy) await new Promise((r) => setTimeout(r, 20));
       if (release) {

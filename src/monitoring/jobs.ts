@@ -152,9 +152,18 @@ export async function claimJobsWait(
 }
 
 /** The gateway handed the job to an agent (one guarded UPDATE: no transaction needed). */
-export async function startJob(ctx: AppContext, jobId: string, agentId: string): Promise<PollJobRow> {
+export async function startJob(
+  ctx: AppContext,
+  jobId: string,
+  agentId: string,
+  owner?: JobOwner,
+): Promise<PollJobRow> {
   if (!UUID.test(jobId)) throw new NotFoundError(`poll job ${jobId} not found`);
-  return transitionJob(ctx.db, jobId, { op: "start", agentId }, ctx.now());
+  if (!owner) return transitionJob(ctx.db, jobId, { op: "start", agentId }, ctx.now());
+  return ctx.db.transaction(async (tx) => {
+    await lockOwnedJob(tx, jobId, owner);
+    return transitionJob(tx, jobId, { op: "start", agentId }, ctx.now());
+  });
 }
 
 /** The gateway or agent could not run the job (no agent, agent refused…). */
@@ -162,9 +171,12 @@ export async function failJob(
   ctx: AppContext,
   jobId: string,
   error: { message: string; code: string },
+  owner?: JobOwner,
 ): Promise<PollJobRow> {
+  if (!UUID.test(jobId)) throw new NotFoundError(`poll job ${jobId} not found`);
   const now = ctx.now();
   const job = await ctx.db.transaction(async (tx) => {
+    if (owner) await lockOwnedJob(tx, jobId, owner);
     const failed = await transitionJob(
       tx,
       jobId,
@@ -243,7 +255,31 @@ function validResults(raw: unknown): SubmittedResult[] {
   });
 }
 
-type Submission = { agentId: string; gatewayId?: string | null; results: unknown; sweepHosts?: unknown };
+type Submission = {
+  agentId: string;
+  gatewayId?: string | null;
+  results: unknown;
+  sweepHosts?: unknown;
+  /** The gateway whose credential submits: only the gateway that claimed the job may. */
+  owner?: JobOwner;
+};
+
+/**
+ * Who may act on a claimed job: the gateway that claimed it (its credential), or null for
+ * in-process and admin callers. Another gateway's job answers 404, as if it did not exist.
+ */
+export type JobOwner = { gatewayId: string } | null;
+
+function ownedBy(job: { gateway_id?: string | null }, owner: JobOwner | undefined): boolean {
+  return !owner || job.gateway_id === owner.gatewayId;
+}
+
+async function lockOwnedJob(tx: Queryable, jobId: string, owner: JobOwner | undefined): Promise<void> {
+  const row = await tx.one<{ gateway_id: string | null }>(
+    sql`SELECT gateway_id FROM poll_jobs WHERE id = ${jobId} FOR UPDATE`,
+  );
+  if (!row || !ownedBy(row, owner)) throw new NotFoundError(`poll job ${jobId} not found`);
+}
 
 interface Recorded {
   job: PollJobRow;
@@ -418,7 +454,7 @@ async function writeResults(ctx: AppContext, items: readonly QueuedResults[]): P
     const planned: { i: number; job: PollJobRow; mine: SubmittedResult[]; ops: TransitionArgs[] }[] = [];
     items.forEach((item, i) => {
       const job = byId.get(item.jobId);
-      if (!job) {
+      if (!job || !ownedBy(job, item.submission.owner)) {
         out[i] = new NotFoundError(`poll job ${item.jobId} not found`);
         return;
       }
@@ -647,6 +683,34 @@ async function recordDiscoveredInterfaces(
 }
 
 /** Raise or clear alerts after results are committed (alerting runs its own transactions). */
+/**
+ * A person resolved this condition's alert while the check was still failing: the condition is
+ * acknowledged as handled until the check recovers (one success after the resolve), as
+ * Alertmanager/Zabbix users expect; it re-fires only after that (decision 0600). Resolves by
+ * `system` (recovery, disable, delete) never suppress.
+ */
+async function resolvedByHandWhileFailing(
+  ctx: AppContext,
+  checkId: string,
+  reason: string,
+): Promise<boolean> {
+  const latest = await ctx.db.one<{ status: string; resolved_by: string | null; recovered: boolean }>(sql`
+    SELECT a.status, a.resolved_by, EXISTS (
+      SELECT 1 FROM service_status s
+      WHERE s.service_check_id = ${checkId} AND s.status = 'success' AND s."timestamp" > a.resolved_at
+    ) AS recovered
+    FROM alerts a
+    WHERE a.incident_key = ${`service_check:${checkId}:${reason}`}
+    ORDER BY a.triggered_at DESC
+    LIMIT 1`);
+  return (
+    latest?.status === "resolved" &&
+    latest.resolved_by !== null &&
+    latest.resolved_by !== "system" &&
+    !latest.recovered
+  );
+}
+
 async function applyAlerts(ctx: AppContext, after: CheckAfter[], results: SubmittedResult[]): Promise<void> {
   const byId = new Map(results.map((r) => [r.check_id, r]));
   for (const c of after) {
@@ -675,7 +739,11 @@ async function applyAlerts(ctx: AppContext, after: CheckAfter[], results: Submit
           SYSTEM_ACTOR,
         );
       }
-      if (failing && c.consecutive_failures >= FAILURE_ALERT_THRESHOLD) {
+      if (
+        failing &&
+        c.consecutive_failures >= FAILURE_ALERT_THRESHOLD &&
+        !(await resolvedByHandWhileFailing(ctx, c.id, "consecutive_failures"))
+      ) {
         await raiseAlert(
           ctx,
           {

@@ -76,9 +76,16 @@ describe("scheduler and dispatch (database)", () => {
       return;
     }
     expect(ran).toBe(true);
-    const stats = await db.one<{ vacuumed: boolean; analyzed: boolean; dead: number }>(sql`
-      SELECT last_vacuum IS NOT NULL AS vacuumed, last_analyze IS NOT NULL AS analyzed, n_dead_tup::int AS dead
-      FROM pg_stat_user_tables WHERE relname = 'service_checks'`);
+    // Statistics are reported asynchronously: read until they reflect the vacuum (bounded).
+    let stats: { vacuumed: boolean; analyzed: boolean; dead: number } | undefined;
+    for (let i = 0; i < 30; i++) {
+      await db.query(sql`SELECT pg_stat_clear_snapshot()`);
+      stats = await db.one<{ vacuumed: boolean; analyzed: boolean; dead: number }>(sql`
+        SELECT last_vacuum IS NOT NULL AS vacuumed, last_analyze IS NOT NULL AS analyzed, n_dead_tup::int AS dead
+        FROM pg_stat_user_tables WHERE relname = 'service_checks'`);
+      if (stats?.dead === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     expect(stats).toEqual({ vacuumed: true, analyzed: true, dead: 0 });
     // Throttled: a second call right after does nothing.
     expect(await maintainSchedulerTables(ctx)).toBe(false);

@@ -59,17 +59,35 @@ export function registerSweepRoutes(app: FastifyInstance, ctx: AppContext): void
   app.get("/api/monitoring/sweeps", { config: view }, async () => ({
     sweeps: await ctx.db.many(sql`SELECT * FROM network_sweeps ORDER BY name`),
   }));
-  app.post("/api/monitoring/sweeps", { config: manage }, async (req, reply) => {
-    const v = validateSweep((req.body ?? {}) as Record<string, unknown>);
-    const exists = await ctx.db.one(sql`SELECT 1 FROM network_sweeps WHERE name = ${v.name}`);
-    if (exists) throw new ConflictError(`a sweep named '${v.name}' exists`);
-    const row = await ctx.db.one(sql`
+  app.post(
+    "/api/monitoring/sweeps",
+    {
+      config: {
+        ...manage,
+        body: [
+          "name",
+          "cidrs",
+          "ports",
+          "interval_seconds",
+          "rate_per_second",
+          "partition",
+          "agent_uid",
+          "enabled",
+        ],
+      },
+    },
+    async (req, reply) => {
+      const v = validateSweep((req.body ?? {}) as Record<string, unknown>);
+      const exists = await ctx.db.one(sql`SELECT 1 FROM network_sweeps WHERE name = ${v.name}`);
+      if (exists) throw new ConflictError(`a sweep named '${v.name}' exists`);
+      const row = await ctx.db.one(sql`
       INSERT INTO network_sweeps (name, cidrs, ports, interval_seconds, rate_per_second, "partition", agent_uid, enabled, next_run_at)
       VALUES (${v.name}, ${v.cidrs}::text[], ${v.ports}::int[], ${v.interval_seconds}, ${v.rate_per_second}, ${v.partition},
               ${v.agent_uid}, ${v.enabled}, ${ctx.now()})
       RETURNING *`);
-    return reply.code(201).send({ sweep: row });
-  });
+      return reply.code(201).send({ sweep: row });
+    },
+  );
   app.delete<{ Params: { id: string } }>(
     "/api/monitoring/sweeps/:id",
     { config: manage },

@@ -28,21 +28,25 @@ export const srqlFeature: Feature = {
   routes(app, ctx) {
     const config = { access: { permission: "analytics.view" }, rateLimit: "api_default" } as const;
 
-    app.post("/api/query", { config }, async (request) => {
-      const body = request.body as Record<string, unknown> | null | undefined;
-      if (!body || typeof body !== "object" || Array.isArray(body)) {
-        throw new InvalidRequestError("missing required field: query");
-      }
-      let limit = body.limit;
-      if (typeof limit === "string" && /^\d+$/.test(limit.trim())) limit = Number(limit.trim());
-      return runQuery(ctx, actorOf(request), {
-        query: body.query as string,
-        limit: limit as number | null | undefined,
-        cursor: body.cursor as string | null | undefined,
-        direction: body.direction as QueryRequest["direction"],
-        mode: typeof body.mode === "string" ? body.mode : null,
-      });
-    });
+    app.post(
+      "/api/query",
+      { config: { ...config, body: ["query", "limit", "cursor", "direction", "mode"] } },
+      async (request) => {
+        const body = request.body as Record<string, unknown> | null | undefined;
+        if (!body || typeof body !== "object" || Array.isArray(body)) {
+          throw new InvalidRequestError("missing required field: query");
+        }
+        let limit = body.limit;
+        if (typeof limit === "string" && /^\d+$/.test(limit.trim())) limit = Number(limit.trim());
+        return runQuery(ctx, actorOf(request), {
+          query: body.query as string,
+          limit: limit as number | null | undefined,
+          cursor: body.cursor as string | null | undefined,
+          direction: body.direction as QueryRequest["direction"],
+          mode: typeof body.mode === "string" ? body.mode : null,
+        });
+      },
+    );
 
     app.get("/api/srql/catalog", { config }, async (request, reply) => {
       const { doc, body } = catalogDocument();

@@ -84,7 +84,10 @@ describe("gateways and agents", () => {
         const reg = await admin.req("POST", "/gateways", { data: { type: "gateway", id, attributes: {} } });
         expect(reg.status).toBe(201);
         await server.db.query(
-          sql`UPDATE gateways SET status = ${state}, last_seen = '2020-01-01T00:00:00Z', updated_at = '2020-01-01T00:00:00Z' WHERE gateway_id = ${id}`,
+          // A few seconds in the past: older than the request's timestamps, yet well within the
+          // heartbeat timeout (a 2020 last_seen let the leader's reaper take the gateway offline
+          // between this UPDATE and the request, a load-dependent flake).
+          sql`UPDATE gateways SET status = ${state}, last_seen = now() - interval '5 seconds', updated_at = now() - interval '5 seconds' WHERE gateway_id = ${id}`,
         );
         const before = await gatewayRow(id);
         const body =
@@ -195,7 +198,7 @@ describe("gateways and agents", () => {
         const uid = `ag-${n++}`;
         expect((await admin.create("agent", "/agents", { uid, gateway_id: "gw-x" })).status).toBe(201);
         await server.db.query(
-          sql`UPDATE agents SET status = ${state}, last_seen_time = '2020-01-01T00:00:00Z', modified_time = '2020-01-01T00:00:00Z' WHERE uid = ${uid}`,
+          sql`UPDATE agents SET status = ${state}, last_seen_time = now() - interval '5 seconds', modified_time = now() - interval '5 seconds' WHERE uid = ${uid}`,
         );
         const before = await agentRow(uid);
         const body =
@@ -284,7 +287,9 @@ describe("gateways and agents", () => {
     expect((await ag.create("agent", "/agents", { uid: "ag-cp" })).status).toBe(201);
     expectError(await ag.create("agent", "/agents", { uid: "ag-cp-other" }), 403);
     expect((await ag.req("PATCH", "/agents/ag-cp/connect")).status).toBe(200);
-    expect((await gw.req("PATCH", "/agents/ag-cp/heartbeat")).status).toBe(200);
+    // ag-cp connected itself, attached to no gateway: a gateway credential may not drive it
+    // (issue 10: a gateway acts only on agents attached to it).
+    expectError(await gw.req("PATCH", "/agents/ag-cp/heartbeat"), 403);
     expectError(await ag.req("PATCH", "/agents/bg-1/heartbeat"), 403);
   });
 

@@ -22,8 +22,12 @@ function probeFeature(onSlowStarted?: () => void): Feature {
         const row = await ctx.db.one<{ one: number }>("SELECT 1 AS one");
         return { finished: row?.one === 1 };
       });
-      app.post("/api/test/echo", { config }, async (req) => ({ got: req.body }));
-      app.post("/api/v2/test/echo", { config }, async (req) => ({ got: req.body }));
+      app.post("/api/test/echo", { config: { ...config, body: "validated" } }, async (req) => ({
+        got: req.body,
+      }));
+      app.post("/api/v2/test/echo", { config: { ...config, body: "validated" } }, async (req) => ({
+        got: req.body,
+      }));
       app.get("/api/test/crash", { config }, async () => {
         throw new Error("secret internal detail at /srv/app.ts:42");
       });

@@ -71,7 +71,12 @@ async function stopProc(p: Proc | undefined, signal: NodeJS.Signals = "SIGTERM")
   const exited = new Promise((r) => p.child.once("exit", r));
   p.child.kill(signal);
   await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
-  if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+  if (p.child.exitCode === null && p.child.signalCode === null) {
+    // Still draining on a loaded machine: kill it and wait until it is really gone, so the
+    // next process on the same data directory does not find it alive.
+    p.child.kill("SIGKILL");
+    await exited;
+  }
 }
 
 async function freePort(): Promise<number> {

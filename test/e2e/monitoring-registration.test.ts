@@ -110,7 +110,10 @@ describe("gateway and agent lifecycle through /api/v2", () => {
     expect(created.status).toBe(201);
     await rejects(link.gatewayOp("gw-manual", "heartbeat"), 403);
     await rejects(link.gatewayOp("gw-manual", "start_draining"), 403);
-    expect(await gateway("gw-manual")).toMatchObject({ status: "healthy", created_by: null });
+    // created_by is server-set: the admin who registered it (issue 10).
+    const manual = await gateway("gw-manual");
+    expect(manual).toMatchObject({ status: "healthy" });
+    expect(String(manual.created_by)).toMatch(/^user:/);
     const dup = await v2("POST", "/gateways", admin, { type: "gateway", id: "gw-manual", attributes: {} });
     expect(dup.status).toBe(409);
     const viewer = await tokenFor(server, "viewer");

@@ -58,22 +58,33 @@ export async function adminRoutes(app: FastifyInstance, ctx: AppContext): Promis
     const q = request.query as Record<string, unknown>;
     return (await listUsers(ctx.db, actorOf(request), q)).map(serializeUser);
   });
-  app.post("/api/admin/users", { config }, async (request, reply) => {
-    const user = await createUser(ctx, actorOf(request), body(request) as never);
-    request.log.info({ event: "user_created", user_id: user.id }, "user created");
-    return reply.code(201).send(serializeUser(user));
-  });
+  app.post(
+    "/api/admin/users",
+    { config: { ...config, body: ["email", "display_name", "role", "password", "role_profile_id"] } },
+    async (request, reply) => {
+      const user = await createUser(ctx, actorOf(request), body(request) as never);
+      request.log.info({ event: "user_created", user_id: user.id }, "user created");
+      return reply.code(201).send(serializeUser(user));
+    },
+  );
   app.get<IdParams>("/api/admin/users/:id", { config }, async (request) =>
     serializeUser(await getUser(ctx.db, actorOf(request), request.params.id)),
   );
-  app.patch<IdParams>("/api/admin/users/:id", { config }, async (request) =>
-    serializeUser(await updateUser(ctx, actorOf(request), request.params.id, body(request))),
+  app.patch<IdParams>(
+    "/api/admin/users/:id",
+    { config: { ...config, body: ["display_name", "role", "role_profile_id", "local_login_enabled"] } },
+    async (request) =>
+      serializeUser(await updateUser(ctx, actorOf(request), request.params.id, body(request))),
   );
-  app.post<IdParams>("/api/admin/users/:id/deactivate", { config }, async (request) =>
-    serializeUser(await deactivateUser(ctx, actorOf(request), request.params.id)),
+  app.post<IdParams>(
+    "/api/admin/users/:id/deactivate",
+    { config: { ...config, body: [] } },
+    async (request) => serializeUser(await deactivateUser(ctx, actorOf(request), request.params.id)),
   );
-  app.post<IdParams>("/api/admin/users/:id/reactivate", { config }, async (request) =>
-    serializeUser(await reactivateUser(ctx, actorOf(request), request.params.id)),
+  app.post<IdParams>(
+    "/api/admin/users/:id/reactivate",
+    { config: { ...config, body: [] } },
+    async (request) => serializeUser(await reactivateUser(ctx, actorOf(request), request.params.id)),
   );
 
   // ---- role profiles ----
@@ -84,14 +95,22 @@ export async function adminRoutes(app: FastifyInstance, ctx: AppContext): Promis
   app.get("/api/admin/role-profiles", { config }, async (request) =>
     (await listRoleProfiles(ctx.db, actorOf(request))).map(serializeRoleProfile),
   );
-  app.post("/api/admin/role-profiles", { config }, async (request, reply) =>
-    reply.code(201).send(serializeRoleProfile(await createRoleProfile(ctx, actorOf(request), body(request)))),
+  app.post(
+    "/api/admin/role-profiles",
+    { config: { ...config, body: ["name", "description", "base_role", "grant", "revoke", "permissions"] } },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(serializeRoleProfile(await createRoleProfile(ctx, actorOf(request), body(request)))),
   );
   app.get<IdParams>("/api/admin/role-profiles/:id", { config }, async (request) =>
     serializeRoleProfile(await getRoleProfile(ctx.db, actorOf(request), request.params.id)),
   );
-  app.patch<IdParams>("/api/admin/role-profiles/:id", { config }, async (request) =>
-    serializeRoleProfile(await updateRoleProfile(ctx, actorOf(request), request.params.id, body(request))),
+  app.patch<IdParams>(
+    "/api/admin/role-profiles/:id",
+    { config: { ...config, body: ["name", "description", "base_role", "grant", "revoke", "permissions"] } },
+    async (request) =>
+      serializeRoleProfile(await updateRoleProfile(ctx, actorOf(request), request.params.id, body(request))),
   );
   app.delete<IdParams>("/api/admin/role-profiles/:id", { config }, async (request, reply) => {
     await deleteRoleProfile(ctx, actorOf(request), request.params.id);
@@ -102,14 +121,18 @@ export async function adminRoutes(app: FastifyInstance, ctx: AppContext): Promis
   app.get("/api/admin/api-keys", { config }, async (request) =>
     (await listApiKeys(ctx, actorOf(request))).map(serializeApiKey),
   );
-  app.post("/api/admin/api-keys", { config }, async (request, reply) => {
-    const { key, record } = await createApiKey(ctx, actorOf(request), body(request));
-    request.log.info({ event: "api_key_created", api_key_id: record.id }, "api key created");
-    return reply
-      .code(201)
-      .header("cache-control", "no-store")
-      .send({ ...serializeApiKey(record), key });
-  });
+  app.post(
+    "/api/admin/api-keys",
+    { config: { ...config, body: ["name", "user_id", "expires_in"] } },
+    async (request, reply) => {
+      const { key, record } = await createApiKey(ctx, actorOf(request), body(request));
+      request.log.info({ event: "api_key_created", api_key_id: record.id }, "api key created");
+      return reply
+        .code(201)
+        .header("cache-control", "no-store")
+        .send({ ...serializeApiKey(record), key });
+    },
+  );
   app.delete<IdParams>("/api/admin/api-keys/:id", { config }, async (request) =>
     serializeApiKey(await revokeApiKey(ctx, actorOf(request), request.params.id)),
   );
@@ -122,26 +145,30 @@ export async function adminRoutes(app: FastifyInstance, ctx: AppContext): Promis
     );
     return rows.map(serializeControl);
   });
-  app.post("/api/admin/control-credentials", { config }, async (request, reply) => {
-    requireRbacAdmin(actorOf(request));
-    const b = body(request);
-    if (b.kind !== "gateway" && b.kind !== "agent")
-      throw new InvalidRequestError("kind must be gateway or agent");
-    if (typeof b.name !== "string") throw new InvalidRequestError("name is required");
-    let ttlSeconds: number | undefined;
-    if (b.expires_in !== undefined && b.expires_in !== null) {
-      try {
-        ttlSeconds = parseTtl(b.expires_in as string | number);
-      } catch (err) {
-        throw new InvalidRequestError(`expires_in ${(err as Error).message}`);
+  app.post(
+    "/api/admin/control-credentials",
+    { config: { ...config, body: ["kind", "name", "expires_in"] } },
+    async (request, reply) => {
+      requireRbacAdmin(actorOf(request));
+      const b = body(request);
+      if (b.kind !== "gateway" && b.kind !== "agent")
+        throw new InvalidRequestError("kind must be gateway or agent");
+      if (typeof b.name !== "string") throw new InvalidRequestError("name is required");
+      let ttlSeconds: number | undefined;
+      if (b.expires_in !== undefined && b.expires_in !== null) {
+        try {
+          ttlSeconds = parseTtl(b.expires_in as string | number);
+        } catch (err) {
+          throw new InvalidRequestError(`expires_in ${(err as Error).message}`);
+        }
       }
-    }
-    const { token, record } = await issueControlPlaneToken(ctx, { kind: b.kind, name: b.name, ttlSeconds });
-    return reply
-      .code(201)
-      .header("cache-control", "no-store")
-      .send({ ...serializeControl(record), token, token_type: "Bearer" });
-  });
+      const { token, record } = await issueControlPlaneToken(ctx, { kind: b.kind, name: b.name, ttlSeconds });
+      return reply
+        .code(201)
+        .header("cache-control", "no-store")
+        .send({ ...serializeControl(record), token, token_type: "Bearer" });
+    },
+  );
   app.delete<IdParams>("/api/admin/control-credentials/:id", { config }, async (request) => {
     requireRbacAdmin(actorOf(request));
     await revokeControlPlaneToken(ctx, request.params.id);

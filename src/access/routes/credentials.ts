@@ -27,23 +27,27 @@ export async function credentialRoutes(app: FastifyInstance, ctx: AppContext): P
     return (await listApiTokens(ctx, actor.id)).map(serializeApiToken);
   });
 
-  app.post("/api/v1/api-credentials", { config }, async (request, reply) => {
-    const actor = request.actor as Actor;
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    const { token, record } = await createApiToken(ctx, actor.id, {
-      name: body.name,
-      scopes: body.scopes,
-      expires_in: body.expires_in,
-    });
-    request.log.info(
-      { event: "api_token_created", token_id: record.id, user_id: actor.id },
-      "api token created",
-    );
-    return reply
-      .code(201)
-      .header("cache-control", "no-store")
-      .send({ ...serializeApiToken(record), token, token_type: "Bearer" });
-  });
+  app.post(
+    "/api/v1/api-credentials",
+    { config: { ...config, body: ["name", "scopes", "expires_in"] } },
+    async (request, reply) => {
+      const actor = request.actor as Actor;
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const { token, record } = await createApiToken(ctx, actor.id, {
+        name: body.name,
+        scopes: body.scopes,
+        expires_in: body.expires_in,
+      });
+      request.log.info(
+        { event: "api_token_created", token_id: record.id, user_id: actor.id },
+        "api token created",
+      );
+      return reply
+        .code(201)
+        .header("cache-control", "no-store")
+        .send({ ...serializeApiToken(record), token, token_type: "Bearer" });
+    },
+  );
 
   app.delete<{ Params: { id: string } }>("/api/v1/api-credentials/:id", { config }, async (request) => {
     const actor = request.actor as Actor;

@@ -5,7 +5,14 @@ import { sql } from "../../storage/sql.ts";
 import { checkOrigin } from "../csrf.ts";
 import { verifyPassword } from "../passwords.ts";
 import type { RateLimiter } from "../rate-limit.ts";
-import { CSRF_COOKIE, createSession, csrfTokenFor, revokeSession, SESSION_COOKIE } from "../sessions.ts";
+import {
+  CSRF_COOKIE,
+  CSRF_FIELD,
+  createSession,
+  csrfTokenFor,
+  revokeSession,
+  SESSION_COOKIE,
+} from "../sessions.ts";
 import { findUserByEmail, serializeUser } from "../users.ts";
 import { sha256Hex } from "../util.ts";
 
@@ -20,14 +27,18 @@ function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
+/** Served as a file: the pages' Content-Security-Policy allows no inline style. */
+const SIGN_IN_CSS = `body{font-family:system-ui,sans-serif;max-width:22rem;margin:4rem auto;padding:0 1rem}
+label{display:block;margin:.75rem 0 .25rem}input{width:100%;padding:.5rem;box-sizing:border-box}
+button{margin-top:1rem;padding:.5rem 1rem}.error{color:#b00020}
+`;
+
 export function signInPage(opts: { error?: string; email?: string; returnTo?: string } = {}): string {
   const err = opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : "";
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>Sign in · netmon</title>
-<style>body{font-family:system-ui,sans-serif;max-width:22rem;margin:4rem auto;padding:0 1rem}
-label{display:block;margin:.75rem 0 .25rem}input{width:100%;padding:.5rem;box-sizing:border-box}
-button{margin-top:1rem;padding:.5rem 1rem}.error{color:#b00020}</style></head>
+<link rel="stylesheet" href="/users/log-in.css"></head>
 <body><h1>Sign in</h1>${err}
 <form method="post" action="/users/log-in">
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(opts.email ?? "")}">
@@ -71,84 +82,92 @@ export async function sessionRoutes(
       .send(signInPage({ returnTo: safeReturnTo(q.return_to) }));
   });
 
-  app.post("/users/log-in", { config: publicPage }, async (request, reply) => {
-    checkOrigin(ctx, request);
-    const form = isForm(request);
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    const email = typeof body.email === "string" ? body.email.trim() : "";
-    const password = typeof body.password === "string" ? body.password : "";
-    const returnTo = safeReturnTo(body.return_to);
-    if (email === "" || password === "") {
-      if (form) {
-        return reply
-          .code(400)
-          .type("text/html; charset=utf-8")
-          .send(signInPage({ error: "Email and password are required", email, returnTo }));
+  app.get("/users/log-in.css", { config: publicPage }, async (_request, reply) =>
+    reply.type("text/css; charset=utf-8").header("cache-control", "public, max-age=3600").send(SIGN_IN_CSS),
+  );
+
+  app.post(
+    "/users/log-in",
+    { config: { ...publicPage, body: ["email", "password", "return_to", CSRF_FIELD] } },
+    async (request, reply) => {
+      checkOrigin(ctx, request);
+      const form = isForm(request);
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const email = typeof body.email === "string" ? body.email.trim() : "";
+      const password = typeof body.password === "string" ? body.password : "";
+      const returnTo = safeReturnTo(body.return_to);
+      if (email === "" || password === "") {
+        if (form) {
+          return reply
+            .code(400)
+            .type("text/html; charset=utf-8")
+            .send(signInPage({ error: "Email and password are required", email, returnTo }));
+        }
+        throw new InvalidRequestError("email and password are required");
       }
-      throw new InvalidRequestError("email and password are required");
-    }
 
-    const throttled = (retryAfter: number) => {
-      if (!form)
-        throw new RateLimitedError(retryAfter, {
-          extra: { message: "Too many sign-in attempts. Please try again later." },
-        });
-      return reply
-        .code(429)
-        .header("retry-after", String(retryAfter))
-        .type("text/html; charset=utf-8")
-        .send(signInPage({ error: "Too many sign-in attempts. Please try again later.", email, returnTo }));
-    };
-    const ipDecision = await limiter.consume("auth_ip", request.ip, SIGN_IN_IP_BUDGET);
-    if (!ipDecision.allowed) return throttled(ipDecision.retryAfter);
-    // Keyed by a hash of the normalised email whether or not the account exists.
-    const accountKey = sha256Hex(email.toLowerCase());
-    const accountDecision = await limiter.peek("auth_account", accountKey, SIGN_IN_ACCOUNT_BUDGET);
-    if (!accountDecision.allowed) return throttled(accountDecision.retryAfter);
-
-    const user = await findUserByEmail(ctx.db, email);
-    const passwordOk = await verifyPassword(user?.password_hash ?? null, password);
-    if (!user || !passwordOk || user.status !== "active") {
-      await limiter.consume("auth_account", accountKey, SIGN_IN_ACCOUNT_BUDGET);
-      request.log.info({ event: "sign_in_failed" }, "sign-in failed");
-      if (form) {
+      const throttled = (retryAfter: number) => {
+        if (!form)
+          throw new RateLimitedError(retryAfter, {
+            extra: { message: "Too many sign-in attempts. Please try again later." },
+          });
         return reply
-          .code(401)
+          .code(429)
+          .header("retry-after", String(retryAfter))
           .type("text/html; charset=utf-8")
-          .send(signInPage({ error: INVALID, email, returnTo }));
-      }
-      return reply.code(401).send({ error: "invalid_credentials", message: INVALID });
-    }
+          .send(signInPage({ error: "Too many sign-in attempts. Please try again later.", email, returnTo }));
+      };
+      const ipDecision = await limiter.consume("auth_ip", request.ip, SIGN_IN_IP_BUDGET);
+      if (!ipDecision.allowed) return throttled(ipDecision.retryAfter);
+      // Keyed by a hash of the normalised email whether or not the account exists.
+      const accountKey = sha256Hex(email.toLowerCase());
+      const accountDecision = await limiter.peek("auth_account", accountKey, SIGN_IN_ACCOUNT_BUDGET);
+      if (!accountDecision.allowed) return throttled(accountDecision.retryAfter);
 
-    const now = ctx.now();
-    const session = await createSession(ctx, user.id, {
-      ip: request.ip,
-      userAgent:
-        typeof request.headers["user-agent"] === "string" ? request.headers["user-agent"] : undefined,
-    });
-    const updated = await ctx.db.one(sql`
+      const user = await findUserByEmail(ctx.db, email);
+      const passwordOk = await verifyPassword(user?.password_hash ?? null, password);
+      if (!user || !passwordOk || user.status !== "active") {
+        await limiter.consume("auth_account", accountKey, SIGN_IN_ACCOUNT_BUDGET);
+        request.log.info({ event: "sign_in_failed" }, "sign-in failed");
+        if (form) {
+          return reply
+            .code(401)
+            .type("text/html; charset=utf-8")
+            .send(signInPage({ error: INVALID, email, returnTo }));
+        }
+        return reply.code(401).send({ error: "invalid_credentials", message: INVALID });
+      }
+
+      const now = ctx.now();
+      const session = await createSession(ctx, user.id, {
+        ip: request.ip,
+        userAgent:
+          typeof request.headers["user-agent"] === "string" ? request.headers["user-agent"] : undefined,
+      });
+      const updated = await ctx.db.one(sql`
       UPDATE users SET last_login_at = ${now}, authenticated_at = ${now}, last_auth_method = 'password'
       WHERE id = ${user.id} RETURNING *`);
-    request.log.info({ event: "sign_in", user_id: user.id }, "signed in");
-    const secure = secureCookies(ctx, request);
-    const csrf = csrfTokenFor(ctx, session.token);
-    const maxAge = ctx.config.sessionAbsoluteTimeoutSeconds;
-    reply.setCookie(SESSION_COOKIE, session.token, {
-      path: "/",
-      httpOnly: true,
-      sameSite: "lax",
-      secure,
-      maxAge,
-    });
-    reply.setCookie(CSRF_COOKIE, csrf, { path: "/", httpOnly: false, sameSite: "lax", secure, maxAge });
-    reply.header("cache-control", "no-store");
-    if (form) return reply.code(303).header("location", returnTo).send();
-    return reply.send({
-      user: serializeUser(updated as never),
-      csrf_token: csrf,
-      expires_at: session.expiresAt.toISOString(),
-    });
-  });
+      request.log.info({ event: "sign_in", user_id: user.id }, "signed in");
+      const secure = secureCookies(ctx, request);
+      const csrf = csrfTokenFor(ctx, session.token);
+      const maxAge = ctx.config.sessionAbsoluteTimeoutSeconds;
+      reply.setCookie(SESSION_COOKIE, session.token, {
+        path: "/",
+        httpOnly: true,
+        sameSite: "lax",
+        secure,
+        maxAge,
+      });
+      reply.setCookie(CSRF_COOKIE, csrf, { path: "/", httpOnly: false, sameSite: "lax", secure, maxAge });
+      reply.header("cache-control", "no-store");
+      if (form) return reply.code(303).header("location", returnTo).send();
+      return reply.send({
+        user: serializeUser(updated as never),
+        csrf_token: csrf,
+        expires_at: session.expiresAt.toISOString(),
+      });
+    },
+  );
 
   const signOut = async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.actor?.authMethod === "session" && request.sessionToken) {
@@ -160,6 +179,6 @@ export async function sessionRoutes(
     return reply.send({ status: "signed_out" });
   };
   const optional = { access: { optional: true }, rateLimit: "none" } as const;
-  app.post("/users/log-out", { config: optional }, signOut);
+  app.post("/users/log-out", { config: { ...optional, body: [CSRF_FIELD] } }, signOut);
   app.delete("/users/log-out", { config: optional }, signOut);
 }

@@ -9,9 +9,17 @@
  *   - otherwise → `failed`; when the channel has a fallback and is not fail_closed, one
  *     failover delivery on the fallback channel (originating_delivery_id set).
  */
+
 import { createHmac } from "node:crypto";
 import nodemailer from "nodemailer";
 import type { AppContext } from "../../kernel/context.ts";
+import { parseAddress } from "../../kernel/net/address.ts";
+import { guardedRequest } from "../../kernel/net/guarded-request.ts";
+import {
+  type OutboundPolicy,
+  outboundPolicyFor,
+  TargetRefusedError,
+} from "../../kernel/net/outbound-policy.ts";
 import { sql } from "../../storage/sql.ts";
 import type { AlertRow } from "../types.ts";
 
@@ -100,6 +108,7 @@ export async function sendWebhook(
   channel: ChannelRow,
   payload: Record<string, unknown>,
   timeoutMs: number,
+  policy: OutboundPolicy,
 ): Promise<SendOutcome> {
   const body = JSON.stringify(payload);
   const headers: Record<string, string> = {
@@ -113,14 +122,23 @@ export async function sendWebhook(
     headers["x-netmon-signature"] = `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
   }
   try {
-    const res = await fetch(String(channel.config.url), {
+    const res = await guardedRequest(policy, String(channel.config.url), {
       method: "POST",
       headers,
       body,
-      signal: AbortSignal.timeout(timeoutMs),
-      redirect: "manual",
+      timeoutMs,
     });
-    await res.arrayBuffer().catch(() => undefined);
+    if (res.status >= 300 && res.status < 400) {
+      // Not followed: a redirect could lead anywhere the guard would refuse.
+      return {
+        ok: false,
+        retryable: false,
+        status: res.status,
+        error: `webhook answered HTTP ${res.status} (redirects are not followed; use the final URL)`,
+        payload,
+        format: "json",
+      };
+    }
     if (res.status >= 200 && res.status < 300)
       return { ok: true, retryable: false, status: res.status, payload, format: "json" };
     const retryable = res.status >= 500 || res.status === 429 || res.status === 408;
@@ -133,11 +151,12 @@ export async function sendWebhook(
       format: "json",
     };
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
+    const e = err as Error & { code?: string };
+    if (err instanceof TargetRefusedError) {
+      return { ok: false, retryable: false, error: `webhook refused: ${e.message}`, payload, format: "json" };
+    }
     const msg =
-      e.name === "TimeoutError"
-        ? "webhook timed out"
-        : `webhook request failed: ${e.cause?.code ?? e.message}`;
+      e.name === "TimeoutError" ? "webhook timed out" : `webhook request failed: ${e.code ?? e.message}`;
     return { ok: false, retryable: true, error: msg, payload, format: "json" };
   }
 }
@@ -164,14 +183,31 @@ export async function sendEmail(
   channel: ChannelRow,
   payload: Record<string, unknown>,
   timeoutMs: number,
+  policy: OutboundPolicy,
 ): Promise<SendOutcome> {
   const cfg = channel.config;
   const smtp = (cfg.smtp ?? {}) as Record<string, unknown>;
+  const port = Number(smtp.port ?? 25);
+  let address: string;
+  try {
+    // nodemailer resolves names itself: resolve and vet here, hand it the vetted address, and
+    // keep the name for TLS (servername) so certificates still verify.
+    address = await policy.resolve(String(smtp.host), port);
+  } catch (err) {
+    const refused = err instanceof TargetRefusedError;
+    return {
+      ok: false,
+      retryable: !refused,
+      error: `${refused ? "smtp host refused" : "smtp host lookup failed"}: ${(err as Error).message}`,
+      payload,
+      format: "plain",
+    };
+  }
   const user = channel.secret_refs?.smtp_user;
   const pass = channel.secret_refs?.smtp_password;
   const transport = nodemailer.createTransport({
-    host: String(smtp.host),
-    port: Number(smtp.port ?? 25),
+    host: address,
+    port,
     secure: smtp.secure === true,
     ignoreTLS: smtp.starttls === false,
     requireTLS: smtp.starttls === true,
@@ -179,7 +215,10 @@ export async function sendEmail(
     connectionTimeout: timeoutMs,
     greetingTimeout: timeoutMs,
     socketTimeout: timeoutMs,
-    tls: smtp.tls_reject_unauthorized === false ? { rejectUnauthorized: false } : undefined,
+    tls: {
+      servername: parseAddress(String(smtp.host)) ? undefined : String(smtp.host),
+      ...(smtp.tls_reject_unauthorized === false ? { rejectUnauthorized: false } : {}),
+    },
   });
   const { subject, text } = renderEmail(payload);
   try {
@@ -268,8 +307,8 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const out =
     channel.provider === "webhook"
-      ? await sendWebhook(channel, payload, timeoutMs)
-      : await sendEmail(channel, payload, timeoutMs);
+      ? await sendWebhook(channel, payload, timeoutMs, outboundPolicyFor(ctx))
+      : await sendEmail(channel, payload, timeoutMs, outboundPolicyFor(ctx));
   const now = ctx.now();
   if (out.ok) {
     await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'sent', sent_at = ${now}, response_status = ${out.status ?? null},

@@ -6,7 +6,9 @@
  *   {}           matches everything
  * Saving rejects predicates without an operator, `equals: ""`, bad regexes and oversized trees.
  */
+
 import { ValidationError } from "../../kernel/errors.ts";
+import { compileUserPattern, matchesUserPattern } from "../../kernel/user-pattern.ts";
 import { lookupPath } from "../match.ts";
 
 const OPS = ["equals", "in", "contains", "exists", "matches"] as const;
@@ -16,6 +18,26 @@ const MAX_LIST = 100;
 
 function fail(msg: string, pointer: string): never {
   throw new ValidationError(msg, { source: { pointer } });
+}
+
+/**
+ * Field paths are read from `{alert: {...}, device: {...}}`: a path outside those roots can
+ * never match, so a route saved with `{"severity": "critical"}` would silently never fire
+ * (issue 13). Refused with the fix in the message.
+ */
+const FIELD_ROOTS = ["alert.", "device."];
+
+function checkFieldPath(
+  path: string,
+  pointer: string,
+  fail: (message: string, pointer: string) => never,
+): void {
+  if (!FIELD_ROOTS.some((r) => path.startsWith(r) && path.length > r.length)) {
+    fail(
+      `field '${path}' matches nothing: field paths start with alert. or device. (e.g. alert.${path.replace(/^(alert|device)\.?/, "") || "severity"})`,
+      pointer,
+    );
+  }
 }
 
 export function validateMatchExpression(expr: unknown, pointer = "/data/attributes/match_expression"): void {
@@ -29,7 +51,7 @@ export function validateMatchExpression(expr: unknown, pointer = "/data/attribut
     const keys = Object.keys(obj);
     if (keys.length === 0) return;
     for (const comb of ["all", "any", "not"]) {
-      if (comb in obj) {
+      if (Object.hasOwn(obj, comb)) {
         if (keys.length !== 1) fail(`'${comb}' must be the only key of its object`, p);
         if (comb === "not") {
           walk(obj.not, depth + 1, `${p}/not`);
@@ -45,6 +67,7 @@ export function validateMatchExpression(expr: unknown, pointer = "/data/attribut
     }
     if ("field" in obj) {
       if (typeof obj.field !== "string" || !obj.field) fail("field must be a non-empty string", `${p}/field`);
+      checkFieldPath(obj.field, `${p}/field`, fail);
       const ops = keys.filter((k) => k !== "field");
       if (ops.length === 0) fail(`predicate on '${obj.field}' needs an operator (${OPS.join(", ")})`, p);
       if (ops.length > 1) fail("a predicate takes exactly one operator", p);
@@ -62,15 +85,16 @@ export function validateMatchExpression(expr: unknown, pointer = "/data/attribut
       if (op === "matches") {
         if (typeof v !== "string") fail("matches takes a regular expression string", `${p}/matches`);
         try {
-          new RegExp(v);
-        } catch {
-          fail("matches is not a valid regular expression", `${p}/matches`);
+          compileUserPattern(v, `${p}/matches`);
+        } catch (err) {
+          fail(`matches: ${(err as Error).message}`, `${p}/matches`);
         }
       }
       return;
     }
     // Shorthand: every key is a field path with a scalar value.
     for (const [k, v] of Object.entries(obj)) {
+      checkFieldPath(k, `${p}/${k}`, fail);
       if (v === "" || (v !== null && typeof v === "object"))
         fail(`shorthand '${k}' takes a non-empty scalar`, `${p}/${k}`);
     }
@@ -102,13 +126,9 @@ export function evaluateMatchExpression(expr: unknown, context: Record<string, u
       return typeof actual === "string" && actual.toLowerCase().includes(String(obj.contains).toLowerCase());
     }
     if ("matches" in obj) {
-      try {
-        return (
-          actual !== undefined && actual !== null && new RegExp(String(obj.matches)).test(String(actual))
-        );
-      } catch {
-        return false;
-      }
+      return (
+        actual !== undefined && actual !== null && matchesUserPattern(String(obj.matches), String(actual))
+      );
     }
     return false;
   }

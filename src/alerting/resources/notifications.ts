@@ -4,9 +4,11 @@
  * (list/create/update/enable). References are validated with field-naming errors before the
  * write (src/alerting/notifications/config.ts).
  */
+
 import { defineResource } from "../../jsonapi/define.ts";
 import { registerResource } from "../../jsonapi/registry.ts";
 import { NotFoundError } from "../../kernel/errors.ts";
+import { redactCheckConfig } from "../../kernel/secrets.ts";
 import { ident, join, sql } from "../../storage/sql.ts";
 import {
   NOTIFY_PERMS,
@@ -36,7 +38,8 @@ export const notificationChannelResource = registerResource(
       description: { type: "string" },
       provider: { type: "enum", values: ["webhook", "email"], nullable: false },
       enabled: { type: "boolean", nullable: false },
-      config: { type: "object", nullable: false },
+      // Webhook headers such as Authorization are write-only, as in check configs.
+      config: { type: "object", nullable: false, redact: redactCheckConfig },
       execution_route: { type: "enum", values: ["control_plane", "edge_agent"], nullable: false },
       agent_uid: { type: "string" },
       fallback_channel_id: { type: "uuid" },

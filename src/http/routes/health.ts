@@ -1,5 +1,7 @@
+import { accessState } from "../../access/feature.ts";
 import type { Feature } from "../../kernel/feature.ts";
 import { VERSION } from "../../kernel/version.ts";
+import { storageFullRecently } from "../../storage/db-error.ts";
 
 const PING_TIMEOUT_MS = 2000;
 
@@ -19,6 +21,19 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   });
 }
 
+function rateStoreHealth(ctx: Parameters<NonNullable<Feature["routes"]>>[1]): {
+  backend: string;
+  status: "ok" | "degraded";
+  detail?: string;
+} {
+  try {
+    const store = accessState(ctx).limiter.store;
+    return { backend: store.kind, ...(store.health?.() ?? { status: "ok" }) };
+  } catch {
+    return { backend: "none", status: "ok" };
+  }
+}
+
 /** `GET /health` readiness (database answers) and `GET /health/live` liveness. Unauthenticated. */
 export const healthFeature: Feature = {
   name: "health",
@@ -30,8 +45,15 @@ export const healthFeature: Feature = {
       const t0 = performance.now();
       try {
         await withTimeout(ctx.db.ping(), PING_TIMEOUT_MS);
+        const budgets = rateStoreHealth(ctx);
+        const full = storageFullRecently();
         return reply.code(200).send({
-          status: "ok",
+          // Degraded: serving, with a dependency down (or writes failing) and what still works.
+          status: budgets.status === "ok" && !full ? "ok" : "degraded",
+          rate_limit_store: budgets,
+          ...(full
+            ? { storage: { status: "full", detail: "writes failed for lack of disk space in the last 30 s" } }
+            : {}),
           version: VERSION,
           database: {
             status: "ok",

@@ -3,6 +3,9 @@
  * the declarations): every operation with its parameters (per-resource filter schemas as in
  * spec 2.5), request and response schemas, tags.
  */
+
+import { ruleKind, rulePermission } from "../../access/rule.ts";
+import { SESSION_COOKIE } from "../../access/sessions.ts";
 import { VERSION } from "../../kernel/version.ts";
 import { isFilterable, isSortable, type ResourceDecl } from "../define.ts";
 import { getResource } from "../registry.ts";
@@ -321,7 +324,7 @@ export function buildOpenApi(
       parameters: params,
       responses,
     };
-    if ("public" in spec.access) operation.security = [];
+    if (ruleKind(spec.access) === "public") operation.security = [];
     if (spec.body) {
       operation.requestBody = {
         required: !spec.bodyOptional,
@@ -373,7 +376,7 @@ export function buildOpenApi(
       },
       securitySchemes: {
         bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
-        cookieAuth: { type: "apiKey", in: "cookie", name: "_netmon_session" },
+        cookieAuth: { type: "apiKey", in: "cookie", name: SESSION_COOKIE },
       },
     },
   };
@@ -381,11 +384,19 @@ export function buildOpenApi(
 
 function accessText(spec: RouteSpec): string {
   const a = spec.access;
-  if ("public" in a) return "Access: public.";
-  if ("optional" in a)
-    return `Access: optional credentials; without ${a.permission ?? "credentials"} lists are empty and reads 404.`;
-  if ("permission" in a) return `Access: permission ${a.permission}.`;
-  if ("role" in a) return `Access: role ${a.role} or higher.`;
-  if ("controlPlane" in a) return "Access: control-plane principals.";
-  return "Access: any authenticated principal.";
+  const permission = rulePermission(a);
+  switch (ruleKind(a)) {
+    case "public":
+      return "Access: public.";
+    case "optional":
+      return `Access: optional credentials; without ${permission ?? "credentials"} lists are empty and reads 404.`;
+    case "permission":
+      return `Access: permission ${permission}.`;
+    case "role":
+      return `Access: role ${(a as { role: string }).role} or higher.`;
+    case "controlPlane":
+      return "Access: control-plane principals.";
+    default:
+      return "Access: any authenticated principal.";
+  }
 }

@@ -3,6 +3,7 @@
  * `filter` (spec 2.5), `sort`, `page`, `include` and `fields`. Identifiers come only from
  * declarations; every request value becomes a SQL parameter.
  */
+import { createHmac, timingSafeEqual } from "node:crypto";
 import { InvalidRequestError } from "../../kernel/errors.ts";
 import { ident, join, raw, type SqlFragment, sql } from "../../storage/sql.ts";
 import {
@@ -37,9 +38,18 @@ export function splitKey(key: string): string[] | null {
   return parts;
 }
 
-/** Parse a raw query string into nested objects (`a[b][]=1&a[b][]=2` → {a:{b:["1","2"]}}). */
+/**
+ * Keys that would reach an object's prototype. Refused outright rather than skipped, so a
+ * caller trying them learns nothing useful and a client bug is visible.
+ */
+const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+
+/**
+ * Parse a raw query string into nested objects (`a[b][]=1&a[b][]=2` → {a:{b:["1","2"]}}).
+ * Every object is null-prototype: request data never meets Object.prototype.
+ */
 export function parseDeepQuery(search: string): DeepObject {
-  const out: DeepObject = {};
+  const out: DeepObject = Object.create(null);
   const params = new URLSearchParams(search);
   let count = 0;
   for (const [key, value] of params) {
@@ -47,6 +57,8 @@ export function parseDeepQuery(search: string): DeepObject {
     const parts = splitKey(key);
     if (!parts) throw invalid(`malformed query parameter '${key}'`, key);
     if (parts.length > MAX_DEPTH) throw invalid(`query parameter '${key}' is nested too deeply`, key);
+    if (parts.some((p) => FORBIDDEN_KEYS.has(p)))
+      throw invalid(`query parameter '${key}' uses a reserved name (__proto__, constructor, prototype)`, key);
     let node: DeepObject = out;
     for (let i = 0; i < parts.length; i++) {
       const part = parts[i] as string;
@@ -73,7 +85,7 @@ export function parseDeepQuery(search: string): DeepObject {
       } else {
         let child = node[part];
         if (child === undefined) {
-          child = {};
+          child = Object.create(null) as DeepObject;
           node[part] = child;
         }
         if (typeof child !== "object" || Array.isArray(child))
@@ -429,25 +441,56 @@ export function sortSignature(keys: readonly SortKey[]): string {
   return keys.map((k) => (k.desc ? "-" : "") + k.column).join(",");
 }
 
-export function encodeCursor(keys: readonly SortKey[], values: (string | null)[]): string {
-  return Buffer.from(JSON.stringify({ s: sortSignature(keys), v: values } satisfies Cursor)).toString(
-    "base64url",
-  );
+export interface CursorBinding {
+  key: Buffer;
+  /** Canonical text of the query the cursor belongs to. */
+  scope: string;
 }
 
-export function decodeCursor(keys: readonly SortKey[], cursor: string, parameter: string): (string | null)[] {
+const MAX_CURSOR_LENGTH = 4096;
+
+export function v2CursorKey(secretKey: Buffer): Buffer {
+  return createHmac("sha256", secretKey).update("netmon-jsonapi-cursor-v1").digest();
+}
+
+function cursorMac(b: CursorBinding, body: string): string {
+  return createHmac("sha256", b.key).update(b.scope).update("\n").update(body).digest("base64url");
+}
+
+/** `base64url(payload) "." HMAC(scope, payload)`: opaque, unforgeable, bound to its query. */
+export function encodeCursor(keys: readonly SortKey[], values: (string | null)[], b: CursorBinding): string {
+  const body = Buffer.from(JSON.stringify({ s: sortSignature(keys), v: values } satisfies Cursor)).toString(
+    "base64url",
+  );
+  return `${body}.${cursorMac(b, body)}`;
+}
+
+export function decodeCursor(
+  keys: readonly SortKey[],
+  cursor: string,
+  parameter: string,
+  b: CursorBinding,
+): (string | null)[] {
+  const bad = (why: string) =>
+    new InvalidRequestError(`${parameter} ${why}`, { source: { parameter }, code: "invalid_cursor" });
+  if (cursor.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(cursor))
+    throw bad("is not a valid cursor");
+  const [body, sig] = cursor.split(".") as [string, string];
+  const expected = Buffer.from(cursorMac(b, body));
+  const given = Buffer.from(sig);
+  if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
+    throw bad("is not a cursor issued for this query (tampered, or from another query)");
+  }
   let c: Cursor;
   try {
-    c = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as Cursor;
+    c = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as Cursor;
   } catch {
-    throw invalid(`${parameter} is not a valid cursor`, parameter);
+    throw bad("is not a valid cursor");
   }
-  if (!c || typeof c !== "object" || !Array.isArray(c.v) || c.v.length !== keys.length) {
-    throw invalid(`${parameter} is not a valid cursor`, parameter);
-  }
-  if (c.s !== sortSignature(keys)) throw invalid(`${parameter} was issued for a different sort`, parameter);
-  for (const x of c.v)
-    if (x !== null && typeof x !== "string") throw invalid(`${parameter} is not a valid cursor`, parameter);
+  if (!c || typeof c !== "object" || !Array.isArray(c.v) || c.v.length !== keys.length)
+    throw bad("is not a valid cursor");
+  if (c.s !== sortSignature(keys)) throw bad("was issued for a different sort");
+  for (const x of c.v) if (x !== null && typeof x !== "string") throw bad("is not a valid cursor");
   return c.v;
 }
 

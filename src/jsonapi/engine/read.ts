@@ -9,6 +9,7 @@ import type { CollectionDecl, PathParams, QueryHelpers, QueryParamDecl, Resource
 import { getResource } from "../registry.ts";
 import { satisfies } from "./access.ts";
 import {
+  type CursorBinding,
   compileFilter,
   type DeepObject,
   type DeepValue,
@@ -45,6 +46,8 @@ export interface ReadRequest {
   now: Date;
   /** false → the read policy hides everything from this caller (empty list / 404). */
   visible: boolean;
+  /** HMAC key that signs keyset cursors (derived from the instance secret). */
+  cursorKey?: Buffer;
 }
 
 function helpers(actor: Actor | null, now: Date): QueryHelpers {
@@ -121,6 +124,16 @@ function linkFor(path: string, search: string, page: Record<string, string> | nu
   return q ? `${path}?${q}` : path;
 }
 
+/**
+ * What a cursor is bound to: the signing key and the query it came from (path, filters and
+ * parameters other than `page`), so a cursor cannot be edited nor replayed on another query.
+ */
+function cursorBinding(req: ReadRequest): CursorBinding {
+  const params = new URLSearchParams(req.search);
+  const kept = [...params.entries()].filter(([k]) => !k.startsWith("page[") && k !== "page").sort();
+  return { key: req.cursorKey ?? Buffer.alloc(32), scope: `${req.path}?${JSON.stringify(kept)}` };
+}
+
 /** GET /base and special collections. */
 export async function runList(
   db: Queryable,
@@ -159,11 +172,12 @@ export async function runList(
   const meta: Record<string, unknown> = {};
   const tbl = tableRef(res.table);
   if (page.style === "keyset") {
+    const binding = cursorBinding(req);
     const forward = page.before === undefined;
     const cursor = page.after ?? page.before;
     const kc = [...conds];
     if (cursor !== undefined) {
-      const values = decodeCursor(keys, cursor, forward ? "page[after]" : "page[before]");
+      const values = decodeCursor(keys, cursor, forward ? "page[after]" : "page[before]", binding);
       kc.push(keysetCondition(keys, values, A, forward));
     }
     rows = await db.many(
@@ -177,6 +191,7 @@ export async function runList(
         ? encodeCursor(
             keys,
             keys.map((_, i) => (row[`_k${i}`] as string | null) ?? null),
+            binding,
           )
         : null;
     const first = cur(rows[0]);

@@ -13,7 +13,7 @@ import type { CollectionDecl, OperationDecl, ResourceDecl } from "../define.ts";
 import { sourcesOf } from "../state-machine.ts";
 import { enforce, routeRuleForRead, satisfies } from "./access.ts";
 import { checkAccept, checkContentType, JSONAPI } from "./media.ts";
-import { parseDeepQuery } from "./query.ts";
+import { parseDeepQuery, v2CursorKey } from "./query.ts";
 import { runList, runRead } from "./read.ts";
 import { type BodySpec, bodySchema } from "./schemas.ts";
 import {
@@ -250,7 +250,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, specs: rea
     app.route({
       method: spec.method,
       url,
-      config: { access: spec.access, rateLimit: "api_default" },
+      config: { access: spec.access, rateLimit: "api_default", body: "validated" },
       onRequest: async (request) => {
         checkAccept(request.headers.accept);
         if (spec.method !== "GET" && spec.method !== "DELETE") {
@@ -272,7 +272,18 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, specs: rea
           if (!hide) enforce(readAccess, actor);
           const visible = satisfies(readAccess, actor);
           const query = parseDeepQuery(search);
-          const rq = { res, query, search, path, baseUrl: baseUrl(request), params, actor, now, visible };
+          const rq = {
+            res,
+            query,
+            search,
+            path,
+            baseUrl: baseUrl(request),
+            params,
+            actor,
+            now,
+            visible,
+            cursorKey: v2CursorKey(ctx.secretKey),
+          };
           for (const [name, t] of Object.entries(spec.collection?.params ?? {})) {
             const v = params[name] ?? "";
             if (t === "uuid" && !/^[0-9a-f-]{36}$/i.test(v)) {

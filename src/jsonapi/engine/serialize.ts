@@ -36,7 +36,10 @@ export function attributesOf(res: ResourceDecl, row: Row, fields?: Set<string>):
     if (fields && !fields.has(name)) continue;
     if (a.computed) out[name] = a.computed(row) ?? null;
     else if (a.stored === false) out[name] = null;
-    else out[name] = toJsonValue(row[columnOf(name, a)], a.type);
+    else {
+      const v = toJsonValue(row[columnOf(name, a)], a.type);
+      out[name] = a.redact ? a.redact(v) : v;
+    }
   }
   return out;
 }

@@ -1,7 +1,9 @@
 /**
  * Attribute value handling shared by filters, cursors, writes and serialisation.
  */
+
 import { InvalidRequestError } from "../../kernel/errors.ts";
+import { parseUntrustedJson } from "../../kernel/json.ts";
 import type { AttributeDecl, AttributeType } from "../define.ts";
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -96,7 +98,7 @@ export function parseQueryValue(
     case "any": {
       let v: unknown;
       try {
-        v = JSON.parse(raw);
+        v = parseUntrustedJson(raw);
       } catch {
         throw bad("JSON value");
       }

@@ -300,6 +300,7 @@ export async function runUpdate(w: WriteRequest, id: string): Promise<WriteOutco
     if (action.handler) {
       await action.handler(c, actor, before, input);
     } else {
+      await res.hooks?.beforeUpdate?.(c, actor, before, input);
       const values: Record<string, unknown> = {};
       for (const [name, a] of Object.entries(res.attributes)) {
         if (a.update && input[name] !== undefined) values[name] = input[name];

@@ -51,9 +51,25 @@ function agentGateway(actor: Actor, requested: unknown): Record<string, unknown>
   return { gateway_id: self };
 }
 
-/** Self-scoping for agent operations; returns no attribute changes. */
-function guard(actor: Actor, id: string | undefined): Record<string, never> {
-  selfOnly("agent", actor, id);
+/**
+ * Self-scoping for agent operations; returns no attribute changes. An agent credential acts on
+ * itself only; a gateway credential on agents attached to it — and, to (re)attach an agent,
+ * on one attached to no gateway. Another gateway's agent is refused (issue 10: a stolen gateway
+ * credential must not degrade or take over agents it does not serve).
+ */
+function guard(
+  actor: Actor,
+  record: { id?: string; gateway_id?: unknown; _row?: Record<string, unknown> } | null | undefined,
+  opts: { attach?: boolean } = {},
+): Record<string, never> {
+  selfOnly("agent", actor, record?.id);
+  if (actor.kind === "gateway" && record) {
+    const self = actor.id.replace(/^gateway:/, "");
+    const owner = record._row?.gateway_id ?? record.gateway_id ?? null;
+    if (owner !== self && !(opts.attach && owner === null)) {
+      throw new ForbiddenError(`agent '${record.id}' is attached to another gateway`);
+    }
+  }
   return {};
 }
 
@@ -84,7 +100,8 @@ export const gatewayResource = registerResource(
       first_seen: ro("datetime"),
       last_seen: { type: "datetime", filterable: true },
       metadata: ro("object", { create: true, nullable: false, default: {} }),
-      created_by: ro("string", { create: true, maxLength: 255 }),
+      // Server-set from the caller (never from the body): who registered the gateway.
+      created_by: ro("string", { maxLength: 255 }),
       is_healthy: ro("boolean", { nullable: false }),
       agent_count: ro("integer", { nullable: false }),
       checker_count: ro("integer", { nullable: false }),
@@ -122,7 +139,7 @@ export const gatewayResource = registerResource(
             first_seen: c.now,
             last_seen: c.now,
             is_healthy: true,
-            ...(isControlPlane(actor) ? { created_by: actor.id } : {}),
+            created_by: isControlPlane(actor) ? actor.id : `${actor.kind}:${actor.id}`,
           };
         },
         onExisting: async (c, actor, existing, input) => {
@@ -294,7 +311,7 @@ export const agentResource = registerResource(
         summary:
           "Register an agent (starts connecting). A control-plane credential registering a known agent again gets 200 and the agent is connecting again.",
         set: (input, c, actor) => ({
-          ...guard(actor, input.uid as string),
+          ...guard(actor, { id: input.uid as string }, { attach: true }),
           ...agentGateway(actor, input.gateway_id),
           status: "connecting",
           is_healthy: true,
@@ -304,7 +321,7 @@ export const agentResource = registerResource(
         }),
         onExisting: async (c, actor, existing, input) => {
           if (!isControlPlane(actor)) return null;
-          guard(actor, existing.id);
+          guard(actor, existing, { attach: true });
           const gw = agentGateway(actor, input.gateway_id).gateway_id ?? input.gateway_id;
           await reRegisterAgent(
             c.tx,
@@ -332,7 +349,7 @@ export const agentResource = registerResource(
         summary: "Establish the connection",
         arguments: { gateway_id: { type: "string", maxLength: 255 } },
         set: (input, c, actor, record) => ({
-          ...guard(actor, record?.id),
+          ...guard(actor, record, { attach: true }),
           is_healthy: true,
           last_seen_time: c.now,
           ...(input.gateway_id !== undefined ? { gateway_id: input.gateway_id } : {}),
@@ -345,7 +362,7 @@ export const agentResource = registerResource(
         access: OPERATE,
         transition: "degrade",
         summary: "Connected but unhealthy",
-        set: (_i, _c, actor, record) => ({ ...guard(actor, record?.id), is_healthy: false }),
+        set: (_i, _c, actor, record) => ({ ...guard(actor, record), is_healthy: false }),
       },
       {
         name: "disconnect",
@@ -353,7 +370,7 @@ export const agentResource = registerResource(
         access: OPERATE,
         transition: "lose_connection",
         summary: "Connection lost",
-        set: (_i, _c, actor, record) => ({ ...guard(actor, record?.id), gateway_id: null }),
+        set: (_i, _c, actor, record) => ({ ...guard(actor, record), gateway_id: null }),
       },
       {
         name: "heartbeat",
@@ -368,7 +385,7 @@ export const agentResource = registerResource(
           config_source: { type: "enum", values: ["remote", "local", "cached", "unassigned"] },
         },
         set: (input, c, actor, record) => {
-          guard(actor, record?.id);
+          guard(actor, record);
           const v: Record<string, unknown> = { last_seen_time: c.now };
           for (const k of ["is_healthy", "capabilities", "config_source"])
             if (input[k] !== undefined) v[k] = input[k];

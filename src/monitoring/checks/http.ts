@@ -1,6 +1,7 @@
 import http from "node:http";
 import https from "node:https";
 import type { TLSSocket } from "node:tls";
+import { matchesUserPattern } from "../../kernel/user-pattern.ts";
 import { TargetRefusedError } from "../target-policy.ts";
 import {
   applyThresholds,
@@ -103,7 +104,7 @@ export const runHttp: CheckRunner = async (spec, opts) => {
   let result: CheckResult = { status: "success", response_time_ms: total, metrics, details };
   if (!expectedStatusOk(hop.status, c.expected_status)) {
     result = { ...result, status: "critical", error: `unexpected status ${hop.status}` };
-  } else if (typeof c.body_match === "string" && !new RegExp(c.body_match).test(hop.body)) {
+  } else if (typeof c.body_match === "string" && !matchesUserPattern(c.body_match, hop.body)) {
     result = { ...result, status: "critical", error: `body does not match /${c.body_match}/` };
   } else if (typeof c.body_contains === "string" && !hop.body.includes(c.body_contains)) {
     result = { ...result, status: "critical", error: `body does not contain '${c.body_contains}'` };

@@ -2,10 +2,14 @@
  * JSON:API declarations: service checks (type `service-check`, reference §8.1) and poll jobs
  * (type `poll-job`, spec §2.2, read-only: state changes only through poll-job-state.ts).
  */
+
+import { clearAlertsFor } from "../../alerting/raise.ts";
 import type { AttributeDecl } from "../../jsonapi/define.ts";
 import { defineResource } from "../../jsonapi/define.ts";
 import { registerResource } from "../../jsonapi/registry.ts";
 import { ValidationError } from "../../kernel/errors.ts";
+import { mergeCheckSecrets, redactCheckConfig } from "../../kernel/secrets.ts";
+import { compileUserPattern } from "../../kernel/user-pattern.ts";
 import { sql } from "../../storage/sql.ts";
 import { CHECK_STATUSES, CHECK_TYPES } from "../checks/types.ts";
 import { POLL_JOB_STATUSES } from "../poll-job-state.ts";
@@ -26,6 +30,16 @@ const CHECK_TYPE_LABELS: Record<string, string> = {
   custom: "Custom",
 };
 
+/** User regular expressions in a check's config must compile on RE2 (kernel/user-pattern.ts). */
+function checkPatterns(input: Record<string, unknown>): void {
+  const cfg = input.config;
+  if (cfg && typeof cfg === "object" && Object.hasOwn(cfg, "body_match")) {
+    const pattern = (cfg as Record<string, unknown>).body_match;
+    if (pattern !== null && pattern !== undefined)
+      compileUserPattern(pattern, "/data/attributes/config/body_match");
+  }
+}
+
 function validateCheck(
   input: Record<string, unknown>,
   existing: Record<string, unknown> | null,
@@ -36,6 +50,7 @@ function validateCheck(
   if (input.target !== undefined || !existing) {
     new TargetPolicy({ allowLinkLocal }).validateTarget(checkType, String(target ?? ""));
   }
+  checkPatterns(input);
   const port = input.port ?? existing?.port;
   if ((checkType === "tcp" || checkType === "grpc") && (port === null || port === undefined)) {
     throw new ValidationError(`a ${checkType} check needs a port`, {
@@ -108,7 +123,15 @@ export const serviceCheckResource = registerResource(
         maximum: 10,
         filterable: false,
       },
-      config: { type: "object", create: true, update: true, nullable: false, default: {}, filterable: false },
+      config: {
+        type: "object",
+        create: true,
+        update: true,
+        nullable: false,
+        default: {},
+        filterable: false,
+        redact: redactCheckConfig,
+      },
       warning_threshold_ms: { type: "integer", create: true, update: true, minimum: 0, filterable: false },
       critical_threshold_ms: { type: "integer", create: true, update: true, minimum: 0 },
       agent_uid: { type: "string", create: true, update: true, maxLength: 255 },
@@ -156,6 +179,9 @@ export const serviceCheckResource = registerResource(
     policies: { read: { access: { permission: "services.view" } } },
     touchColumn: "updated_at",
     actions: {
+      // Deleting a check keeps its history (service_status, time series) for retention to
+      // age out; its open alerts are resolved with the reason (decision 0600).
+      delete: { access: { permission: "services.delete" }, summary: "Delete a service check" },
       create: {
         access: { permission: "services.create" },
         summary: "Create a service check; it first runs within one interval",
@@ -168,6 +194,7 @@ export const serviceCheckResource = registerResource(
         access: { permission: "services.update" },
         summary: "Update a service check (check_type and device_uid are immutable)",
         set: (input, c) => {
+          checkPatterns(input);
           if (input.target !== undefined) {
             const t = String(input.target ?? "");
             new TargetPolicy({
@@ -183,6 +210,19 @@ export const serviceCheckResource = registerResource(
     hooks: {
       beforeCreate: (c, _actor, input) =>
         validateCheck(input, null, c.app.config.monitoring?.allowLinkLocal ?? false),
+      beforeUpdate: (_c, _actor, before, input) => {
+        if (input.config !== undefined) input.config = mergeCheckSecrets(input.config, before.config);
+      },
+      // A check that no longer runs cannot recover: its open alerts would stay pending forever.
+      afterCommit: async (app, _actor, event) => {
+        const id = (event.before ?? event.record)?.id;
+        if (!id) return;
+        if (event.action === "delete") {
+          await clearAlertsFor(app, { serviceCheckId: id, resolutionNote: "service check deleted" });
+        } else if (event.before?.enabled === true && event.record?.enabled === false) {
+          await clearAlertsFor(app, { serviceCheckId: id, resolutionNote: "service check disabled" });
+        }
+      },
     },
   }),
 );

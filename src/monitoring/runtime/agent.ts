@@ -7,7 +7,7 @@ import os from "node:os";
 import type { Logger } from "../../kernel/logger.ts";
 import { VERSION } from "../../kernel/version.ts";
 import { runCheck } from "../checks/index.ts";
-import type { CheckResult } from "../checks/types.ts";
+import type { CheckResult, CheckSpec } from "../checks/types.ts";
 import { HostMetricsCollector, type HostMetricsSample } from "../host-metrics.ts";
 import type { JobPayload, SubmittedResult } from "../jobs.ts";
 import { runSweep, type SweepHost } from "../sweep.ts";
@@ -52,6 +52,12 @@ export interface AgentOptions {
   heartbeatMs?: number;
   hostMetricsMs?: number;
   claimWaitMs?: number;
+  /**
+   * Where checks run. Default: on this process's event loop (a standalone agent has nothing
+   * else to serve). The embedded agent passes a CheckThread, so no check runs on the core's
+   * event loop.
+   */
+  runner?: (spec: CheckSpec) => Promise<CheckResult>;
 }
 
 class Semaphore {
@@ -204,7 +210,11 @@ export class Agent {
         }
         let r: CheckResult;
         try {
-          r = await runCheck(check, { policy: this.policy, customAllowList: this.opts.customAllowList });
+          // Ping stays here: its raw ICMP socket is shared by all echo checks of this process.
+          r =
+            this.opts.runner && check.check_type !== "ping"
+              ? await this.opts.runner(check)
+              : await runCheck(check, { policy: this.policy, customAllowList: this.opts.customAllowList });
         } finally {
           this.sem.release();
         }

@@ -4,8 +4,10 @@
  * who a credential belongs to (`/api/control/v1/whoami`) and caches the answer briefly.
  * Plain node:http: a handful of JSON endpoints, no per-IP budget (one gateway fronts many agents).
  */
+
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { isAppError } from "../../kernel/errors.ts";
 import type { Logger } from "../../kernel/logger.ts";
 import type { GatewayLink } from "./agent.ts";
 import type { Gateway } from "./gateway.ts";
@@ -123,7 +125,14 @@ export async function startGatewayServer(opts: {
             throw new HttpError(404, "not found");
         }
       } catch (err) {
-        const status = err instanceof HttpError ? err.status : err instanceof SyntaxError ? 400 : 502;
+        const status =
+          err instanceof HttpError
+            ? err.status
+            : err instanceof SyntaxError
+              ? 400
+              : isAppError(err) && err.status < 500
+                ? err.status
+                : 502;
         if (status >= 500)
           opts.log.warn({ err: (err as Error).message, url: req.url }, "gateway request failed");
         send(status, {

@@ -12,6 +12,7 @@
  * Jobs the gateway claimed but could not hand out (the agent left meanwhile) wait in a small
  * backlog for the next claim and are failed back to the core (→ retried) when it drains.
  */
+import { NotFoundError } from "../../kernel/errors.ts";
 import type { Logger } from "../../kernel/logger.ts";
 import type { HostMetricsSample } from "../host-metrics.ts";
 import type { JobPayload, SubmittedResult } from "../jobs.ts";
@@ -57,6 +58,8 @@ export class Gateway {
   private readonly core: CoreLink;
   private readonly log: Logger;
   private readonly agents = new Map<string, AgentState>();
+  /** Which agent each started job was handed to: only that agent may report on it. */
+  private readonly handedTo = new Map<string, string>();
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private readonly abort = new AbortController();
   private draining = false;
@@ -265,6 +268,7 @@ export class Gateway {
     for (const j of jobs) {
       try {
         await this.core.start(j.id, uid);
+        this.handedTo.set(j.id, uid);
         started.push(j);
       } catch (err) {
         this.log.warn({ err, job: j.id }, "could not start a claimed job");
@@ -280,12 +284,21 @@ export class Gateway {
     sweepHosts?: SweepHost[],
   ): Promise<void> {
     this.touch(uid);
+    this.assertHandedTo(uid, jobId);
     await this.core.complete(jobId, { agentId: uid, gatewayId: this.id, results, sweepHosts });
+    this.handedTo.delete(jobId);
   }
 
   async agentFail(uid: string, jobId: string, message: string): Promise<void> {
     this.touch(uid);
+    this.assertHandedTo(uid, jobId);
     await this.core.fail(jobId, { message, code: "EXECUTION_ERROR" });
+    this.handedTo.delete(jobId);
+  }
+
+  /** An agent reports only on jobs this gateway handed to it (404 otherwise, as unknown). */
+  private assertHandedTo(uid: string, jobId: string): void {
+    if (this.handedTo.get(jobId) !== uid) throw new NotFoundError(`poll job ${jobId} not found`);
   }
 
   async agentHostMetrics(uid: string, sample: HostMetricsSample): Promise<void> {

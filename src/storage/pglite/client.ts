@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
 import { DatabaseLockedError, type Db, type QueryResult, type Session, type Tx } from "../db.ts";
-import { DbError } from "../db-error.ts";
+import { DbError, noteDbError } from "../db-error.ts";
 import { Mutex } from "../mutex.ts";
 import { BaseQueryable, FnQueryable, FnSession } from "../queryable.ts";
 import type { SqlQuery } from "../sql.ts";
@@ -63,7 +63,7 @@ export class PgliteDb extends BaseQueryable implements Db {
       if (!p) return;
       this.pending.delete(msg.id);
       if (msg.ok) p.resolve(msg.result);
-      else p.reject(new DbError(msg.error?.message ?? "database error", msg.error ?? {}));
+      else p.reject(noteDbError(new DbError(msg.error?.message ?? "database error", msg.error ?? {})));
     });
     this.worker.on("error", (err) => this.failAll(err));
     this.worker.on("exit", () => this.failAll(new DbError("database worker exited")));
@@ -205,20 +205,65 @@ export class PgliteDb extends BaseQueryable implements Db {
 }
 
 /** One process per PGlite directory: a pid lock file, stale when its process is gone. */
+/**
+ * One process per data directory. The lock file names its holder as "pid starttime bootid":
+ * a PID alone is not an identity (a container's server is PID 1 on every start, so after
+ * `kill -9` the old lock named a live process — ourselves — and every restart was refused).
+ * The holder is alive only if a process with that PID exists AND started at the recorded
+ * time in the same boot; otherwise the lock is stale and taken over.
+ */
 function acquireDirLock(dir: string): string {
   const file = path.join(dir, "netmon.lock");
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      fs.writeFileSync(file, String(process.pid), { flag: "wx" });
+      fs.writeFileSync(file, processIdentity(process.pid), { flag: "wx", mode: 0o600 });
       return file;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const pid = Number(fs.readFileSync(file, "utf8").trim());
-      if (pid && isAlive(pid)) throw new DatabaseLockedError(dir);
+      if (holderAlive(fs.readFileSync(file, "utf8").trim())) throw new DatabaseLockedError(dir);
       fs.rmSync(file, { force: true });
     }
   }
   throw new DatabaseLockedError(dir);
+}
+
+function bootId(): string {
+  try {
+    return fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return "-";
+  }
+}
+
+/** Start time of `pid` in clock ticks since boot (Linux), or "-" where /proc is not there. */
+function startTime(pid: number): string | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Field 22, counted after the parenthesised command name (which may contain spaces).
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return fields[19] ?? "-";
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === "ENOENT" && fs.existsSync("/proc/self/stat") ? null : "-";
+  }
+}
+
+export function processIdentity(pid: number): string {
+  return `${pid} ${startTime(pid) ?? "-"} ${bootId()}`;
+}
+
+/** Whether the process named by a lock file's content still runs. */
+export function holderAlive(content: string): boolean {
+  const [pidText, start, boot] = content.split(" ");
+  const pid = Number(pidText);
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (!isAlive(pid)) return false;
+  // Old lock files hold only a PID: trust it unless it names this very process.
+  if (start === undefined) return pid !== process.pid;
+  if (boot !== undefined && boot !== "-" && boot !== bootId()) return false;
+  const now = startTime(pid);
+  if (now === null) return false;
+  return start === "-" || now === "-" || now === start;
 }
 
 function isAlive(pid: number): boolean {

@@ -1,11 +1,33 @@
 // PGlite host, run in a worker thread so long queries never block the HTTP event loop.
 // Plain JavaScript on purpose: it must load the same way under tsx, vitest and plain node.
 // Protocol: parent posts {id, op, ...}; worker answers {id, ok, result} or {id, ok:false, error}.
+import fs from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { PGlite } from "@electric-sql/pglite";
 import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 
 const { dataDir, loadDataDir } = workerData;
+
+// PGlite's file system layer (Emscripten NODEFS) chmods every file to the WASM-side mode
+// (0666/0777), which the process umask does not touch. The data directory must stay private
+// (issue 10): mask group/other bits off every mode this thread's fs module is asked to set.
+// Worker threads have their own module instances, so this touches only the database thread.
+const PRIVATE = 0o700;
+const mask = (mode) => (typeof mode === "number" ? mode & PRIVATE : mode);
+for (const name of ["chmodSync", "fchmodSync", "lchmodSync"]) {
+  const real = fs[name];
+  if (typeof real === "function") fs[name] = (target, mode) => real(target, mask(mode));
+}
+{
+  const realOpen = fs.openSync;
+  fs.openSync = (p, flags, mode) => realOpen(p, flags, mode === undefined ? 0o600 : mask(mode));
+  const realMkdir = fs.mkdirSync;
+  fs.mkdirSync = (p, opts) =>
+    realMkdir(
+      p,
+      typeof opts === "number" ? mask(opts) : { ...(opts ?? {}), mode: mask(opts?.mode ?? 0o700) },
+    );
+}
 
 let db;
 const ready = (async () => {
@@ -17,7 +39,28 @@ const ready = (async () => {
   await db.exec("SET max_wal_size = '64MB'; SET min_wal_size = '32MB'").catch(() => {});
 })();
 
+// PGlite's file system reports WASI errno numbers on a bare ErrnoError (no message).
+const WASI_ERRNO = {
+  2: "EACCES",
+  19: "EDQUOT",
+  29: "EIO",
+  44: "ENOENT",
+  51: "ENOSPC",
+  63: "EPERM",
+  69: "EROFS",
+};
+
 function serializeError(err) {
+  if (err?.name === "ErrnoError" && typeof err.errno === "number") {
+    const code = WASI_ERRNO[err.errno] ?? `ERRNO_${err.errno}`;
+    const why =
+      code === "ENOSPC"
+        ? "no space left on device"
+        : code === "EACCES" || code === "EPERM"
+          ? "permission denied"
+          : "file system error";
+    return { message: `cannot write the database files: ${why} (${code})`, code };
+  }
   return {
     message: err?.message ?? String(err),
     code: err?.code,

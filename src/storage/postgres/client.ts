@@ -1,6 +1,6 @@
 import pg from "pg";
 import type { Db, QueryResult, Session, Tx } from "../db.ts";
-import { DbError } from "../db-error.ts";
+import { DbError, noteDbError } from "../db-error.ts";
 import { BaseQueryable, FnQueryable, FnSession } from "../queryable.ts";
 import type { SqlQuery } from "../sql.ts";
 
@@ -15,7 +15,9 @@ const types = {
 
 function wrap(err: unknown): DbError {
   const e = err as { message?: string; code?: string; detail?: string; constraint?: string };
-  return new DbError(e.message ?? String(err), { code: e.code, detail: e.detail, constraint: e.constraint });
+  return noteDbError(
+    new DbError(e.message ?? String(err), { code: e.code, detail: e.detail, constraint: e.constraint }),
+  );
 }
 
 async function runOn(client: pg.ClientBase | pg.Pool, q: SqlQuery): Promise<QueryResult> {

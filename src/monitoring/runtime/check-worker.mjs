@@ -1,0 +1,30 @@
+// Check runners in a worker thread, so the embedded agent's checks never run on the core's
+// event loop (issue 10: a check must not be able to stall the API). Plain JavaScript that
+// registers tsx itself, so it loads the same way under `npm start`, vitest and plain node.
+// Protocol: parent posts {id, spec}; worker answers {id, ok, result} or {id, ok:false, error}.
+import { parentPort, workerData } from "node:worker_threads";
+import { register } from "tsx/esm/api";
+
+register();
+const { runCheck } = await import("../checks/index.ts");
+const { TargetPolicy } = await import("../target-policy.ts");
+
+const policy = new TargetPolicy(workerData.policy);
+const customAllowList = workerData.customAllowList ?? [];
+
+parentPort.on("message", async (msg) => {
+  if (msg.op === "block") {
+    // Test hook: hold this thread's event loop, as a runaway check would.
+    const until = Date.now() + msg.ms;
+    while (Date.now() < until) {}
+    parentPort.postMessage({ id: msg.id, ok: true, result: { status: "success", response_time_ms: msg.ms } });
+    return;
+  }
+  try {
+    const result = await runCheck(msg.spec, { policy, customAllowList });
+    parentPort.postMessage({ id: msg.id, ok: true, result });
+  } catch (err) {
+    parentPort.postMessage({ id: msg.id, ok: false, error: String(err?.message ?? err) });
+  }
+});
+parentPort.postMessage({ id: 0, ok: true, result: "ready" });
