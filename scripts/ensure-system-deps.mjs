@@ -11,6 +11,8 @@ const REQUIRED = [
   ["snmpd", "snmpd"],
   ["snmpget", "snmp"],
   ["mtr", "mtr-tiny"],
+  // console: browser tests drive Debian's Chromium through playwright-core (no browser downloads)
+  ["chromium", "chromium"],
 ];
 
 const missing = REQUIRED.filter(([cmd]) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status !== 0);

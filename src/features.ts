@@ -1,5 +1,6 @@
 import { createAccessFeature } from "./access/feature.ts";
 import { alertingFeature } from "./alerting/feature.ts";
+import { createConsoleFeature } from "./http/routes/console.ts";
 import { healthFeature } from "./http/routes/health.ts";
 import { createInventoryFeature } from "./inventory/feature.ts";
 import { jsonapiFeature } from "./jsonapi/feature.ts";
@@ -22,5 +23,6 @@ export function allFeatures(): Feature[] {
     createMonitoringFeature(),
     alertingFeature(),
     createTelemetryFeature(),
+    createConsoleFeature(),
   ];
 }

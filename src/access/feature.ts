@@ -1,6 +1,6 @@
 import cookie from "@fastify/cookie";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AccessRule, RateLimitScope } from "../http/route-config.ts";
+import type { RateLimitScope } from "../http/route-config.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { AuthenticationRequiredError, ForbiddenError, RateLimitedError } from "../kernel/errors.ts";
 import type { Feature } from "../kernel/feature.ts";

@@ -9,7 +9,7 @@ describe("loadConfig", () => {
     expect(c.dataDir.endsWith("/data")).toBe(true);
     expect(c.secretKeyFile).toBe(`${c.dataDir}/secret.key`);
     expect(c.baseUrl).toBe("http://localhost:4000");
-    expect(c.rateLimitApiDefault).toEqual({ requests: 120, windowSeconds: 60 });
+    expect(c.rateLimitApiDefault).toEqual({ requests: 600, windowSeconds: 60 });
     expect(c.admin.email).toBe("admin@localhost");
     expect(c.databaseUrl).toBeUndefined();
   });

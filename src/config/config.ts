@@ -66,9 +66,10 @@ export const VARIABLES = {
   }),
   NETMON_RATE_LIMIT_API_DEFAULT: v({
     parse: rate,
-    default: { requests: 120, windowSeconds: 60 },
+    // 600/min: one console tab polls ~60 requests a minute, so a team behind one NAT fits (decision 0700).
+    default: { requests: 600, windowSeconds: 60 },
     description: "Shared per-IP request budget of the /api scope, <requests>/<window>",
-    shownDefault: "120/60s",
+    shownDefault: "600/60s",
   }),
   NETMON_RATE_LIMIT_ADMIN: v({
     parse: rate,
@@ -104,6 +105,13 @@ export const VARIABLES = {
     default: 60,
     description: "Gateways/agents silent this long are marked offline/disconnected (e.g. 60s)",
     shownDefault: "60s",
+  }),
+  NETMON_HOST_METRICS_INTERVAL: v({
+    parse: duration,
+    default: 15,
+    description:
+      "How often the embedded agent samples the local host's CPU, memory, disks and processes (e.g. 15s)",
+    shownDefault: "15s",
   }),
   NETMON_CHECK_ALLOW_LINK_LOCAL: v({
     parse: bool,
@@ -208,6 +216,7 @@ export interface Config {
   embeddedAgent: boolean;
   monitoring: {
     heartbeatTimeoutSeconds: number;
+    hostMetricsIntervalSeconds: number;
     allowLinkLocal: boolean;
     allowCore: boolean;
     customAllowList: string[];
@@ -273,6 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedAgent: r.NETMON_EMBEDDED_AGENT,
     monitoring: {
       heartbeatTimeoutSeconds: r.NETMON_HEARTBEAT_TIMEOUT,
+      hostMetricsIntervalSeconds: r.NETMON_HOST_METRICS_INTERVAL,
       allowLinkLocal: r.NETMON_CHECK_ALLOW_LINK_LOCAL,
       allowCore: r.NETMON_CHECK_ALLOW_CORE,
       customAllowList: r.NETMON_CUSTOM_CHECK_ALLOWLIST,

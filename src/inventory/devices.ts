@@ -2,7 +2,7 @@ import { type Actor, hasPermission } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { ForbiddenError, InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import type { Queryable } from "../storage/db.ts";
-import { join, type SqlFragment, sql } from "../storage/sql.ts";
+import { ident, join, type SqlFragment, sql } from "../storage/sql.ts";
 import { type DeviceRow, deviceJson } from "./device.ts";
 
 export const LIST_DEFAULT_LIMIT = 100;
@@ -138,8 +138,27 @@ export interface DeviceListParams {
   status?: "online" | "offline";
   gatewayId?: string;
   deviceType?: string;
+  /** A discovery source the device was seen by (e.g. "sweep", "snmp", "manual"). */
+  source?: string;
+  groupId?: string;
+  /** Whitelisted column, optionally prefixed with "-" for descending. */
+  sort?: { column: (typeof DEVICE_SORTS)[number]; desc: boolean };
   includeDeleted?: boolean;
 }
+
+/** Columns the device list sorts by (each has, or is cheap without, an index at inventory scale). */
+export const DEVICE_SORTS = [
+  "hostname",
+  "ip",
+  "mac",
+  "type",
+  "vendor_name",
+  "last_seen_time",
+  "first_seen_time",
+  "is_available",
+] as const;
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function parseListParams(q: Query): DeviceListParams {
   const limit = parseLimit(q, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
@@ -172,6 +191,33 @@ export function parseListParams(q: Query): DeviceListParams {
   if (gw !== undefined && gw.trim() !== "") params.gatewayId = gw.trim();
   const dt = one(q, "device_type");
   if (dt !== undefined && dt.trim() !== "") params.deviceType = dt.trim();
+  const source = one(q, "source");
+  if (source !== undefined && source.trim() !== "") params.source = source.trim().slice(0, 100);
+  const group = one(q, "group_id");
+  if (group !== undefined && group.trim() !== "") {
+    if (!UUID_RE.test(group.trim())) {
+      throw new InvalidRequestError("group_id must be a UUID", {
+        code: "invalid_group_id",
+        source: { parameter: "group_id" },
+      });
+    }
+    params.groupId = group.trim();
+  }
+  const sort = one(q, "sort");
+  if (sort !== undefined && sort.trim() !== "") {
+    const desc = sort.startsWith("-");
+    const column = DEVICE_SORTS.find((c) => c === sort.replace(/^-/, ""));
+    if (!column) {
+      throw new InvalidRequestError(
+        `sort must be one of ${DEVICE_SORTS.join(", ")} (prefix - for descending)`,
+        {
+          code: "invalid_sort",
+          source: { parameter: "sort" },
+        },
+      );
+    }
+    params.sort = { column, desc };
+  }
   return params;
 }
 
@@ -200,9 +246,15 @@ export async function listDevices(
   if (p.status === "offline") where.push(sql`is_available IS NOT TRUE`);
   if (p.gatewayId) where.push(sql`gateway_id = ${p.gatewayId}`);
   if (p.deviceType) where.push(sql`type = ${p.deviceType}`);
+  if (p.source) where.push(sql`discovery_sources @> ARRAY[${p.source}]::text[]`);
+  if (p.groupId) where.push(sql`group_id = ${p.groupId}::uuid`);
   const cond = where.length > 0 ? sql`WHERE ${join(where, " AND ")}` : sql``;
+  // seq breaks ties so offset pages never repeat or skip a device.
+  const order = p.sort
+    ? sql`ORDER BY ${ident(p.sort.column)} ${p.sort.desc ? sql`DESC NULLS LAST` : sql`ASC NULLS LAST`}, seq`
+    : sql`ORDER BY seq`;
   const rows = await db.many<DeviceRow>(
-    sql`SELECT * FROM devices ${cond} ORDER BY seq LIMIT ${p.limit} OFFSET ${p.offset}`,
+    sql`SELECT * FROM devices ${cond} ${order} LIMIT ${p.limit} OFFSET ${p.offset}`,
   );
   return {
     data: rows,

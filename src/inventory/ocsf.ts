@@ -5,7 +5,7 @@ import { join, type SqlFragment, sql } from "../storage/sql.ts";
 import { normalizeIp, normalizeMac } from "./addresses.ts";
 import type { DeviceRow } from "./device.ts";
 import { DEVICE_TYPES } from "./device-types.ts";
-import { parseLimit, parseOffset } from "./devices.ts";
+import { checkPathUid, parseLimit, parseOffset } from "./devices.ts";
 
 export const OCSF_VERSION = "1.7.0";
 export const EXPORT_DEFAULT_LIMIT = 100;
@@ -128,6 +128,8 @@ export interface ExportParams {
   typeId?: number;
   firstSeenAfter?: Date;
   lastSeenAfter?: Date;
+  /** One device (the console's device page shows its OCSF object). */
+  uid?: string;
 }
 
 function parseDate(q: Record<string, unknown>, key: string): Date | undefined {
@@ -159,6 +161,17 @@ export function parseExportParams(q: Record<string, unknown>): ExportParams {
   }
   p.firstSeenAfter = parseDate(q, "first_seen_after");
   p.lastSeenAfter = parseDate(q, "last_seen_after");
+  const uid = q.uid;
+  if (uid !== undefined && uid !== "") {
+    if (typeof uid !== "string") {
+      throw new InvalidRequestError("uid must be one value", {
+        code: "invalid_uid",
+        source: { parameter: "uid" },
+      });
+    }
+    checkPathUid(uid);
+    p.uid = uid;
+  }
   return p;
 }
 
@@ -168,6 +181,7 @@ export async function exportOcsf(db: Queryable, actor: Actor, p: ExportParams) {
   const where: SqlFragment[] = [sql`deleted_at IS NULL`];
   if (actor.partitions !== null) where.push(sql`partition = ANY(${[...actor.partitions]}::text[])`);
   if (p.typeId !== undefined) where.push(sql`type_id = ${p.typeId}`);
+  if (p.uid !== undefined) where.push(sql`uid = ${p.uid}`);
   if (p.firstSeenAfter) where.push(sql`first_seen_time >= ${p.firstSeenAfter}`);
   if (p.lastSeenAfter) where.push(sql`last_seen_time >= ${p.lastSeenAfter}`);
   const rows = await db.many<DeviceRow>(

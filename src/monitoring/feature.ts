@@ -112,6 +112,7 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
           policy,
           log: ctx.log,
           customAllowList: settings.customAllowList,
+          hostMetricsMs: settings.hostMetricsIntervalSeconds * 1000,
           runner: (spec) => thread.run(spec),
         });
         await agent.start();

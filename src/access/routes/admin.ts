@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { AppContext } from "../../kernel/context.ts";
 import { InvalidRequestError, NotFoundError } from "../../kernel/errors.ts";
+import { VERSION } from "../../kernel/version.ts";
 import { sql } from "../../storage/sql.ts";
 import type { Actor } from "../actor.ts";
 import { adminOpenApiDocument } from "../admin-openapi.ts";
@@ -52,6 +53,23 @@ function serializeControl(c: ControlCredentialRow): Record<string, unknown> {
 export async function adminRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const config = { access: { role: "admin" }, rateLimit: "admin" } as const;
   const actorOf = (request: { actor: Actor | null }) => request.actor as Actor;
+
+  // ---- instance (Settings → Instance in the console) ----
+  app.get("/api/admin/instance", { config }, async () => {
+    const pglite = ctx.db.kind === "pglite";
+    return {
+      version: VERSION,
+      node_version: process.version,
+      database_backend: ctx.db.kind,
+      // Where the embedded database lives; a PostgreSQL URL is never echoed (it may hold a password).
+      data_dir: ctx.config.dataDir,
+      database_location: pglite ? `${ctx.config.dataDir}/pg` : "external PostgreSQL (DATABASE_URL)",
+      base_url: ctx.config.baseUrl,
+      embedded_agent: ctx.config.embeddedAgent,
+      rate_limit_store: ctx.config.redisUrl ? "redis" : "memory",
+      uptime_seconds: Math.round(process.uptime()),
+    };
+  });
 
   // ---- users ----
   app.get("/api/admin/users", { config }, async (request) => {

@@ -114,7 +114,7 @@ function relationshipValues(res: ResourceDecl, body: JsonApiBody): Record<string
   const out: Record<string, unknown> = {};
   for (const [name, linkage] of Object.entries(body.data?.relationships ?? {})) {
     const rel = res.relationships?.[name];
-    if (!rel || rel.kind !== "belongsTo" || !rel.writable) continue;
+    if (rel?.kind !== "belongsTo" || !rel.writable) continue;
     out[rel.column as string] = linkage.data?.id ?? null;
   }
   return out;

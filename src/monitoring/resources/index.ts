@@ -7,7 +7,7 @@ import { clearAlertsFor } from "../../alerting/raise.ts";
 import type { AttributeDecl } from "../../jsonapi/define.ts";
 import { defineResource } from "../../jsonapi/define.ts";
 import { registerResource } from "../../jsonapi/registry.ts";
-import { ValidationError } from "../../kernel/errors.ts";
+import { ConflictError, ValidationError } from "../../kernel/errors.ts";
 import { mergeCheckSecrets, redactCheckConfig } from "../../kernel/secrets.ts";
 import { compileUserPattern } from "../../kernel/user-pattern.ts";
 import { sql } from "../../storage/sql.ts";
@@ -207,6 +207,23 @@ export const serviceCheckResource = registerResource(
         },
       },
     },
+    operations: [
+      {
+        // "Run now": the scheduler's next tick picks the check up; its result arrives like any other.
+        name: "run",
+        path: "/run",
+        access: { permission: "services.update" },
+        summary: "Run the check now (due at once; the result arrives within a scheduler tick)",
+        set: (_input, c, _actor, record) => {
+          if (record?.enabled !== true) {
+            throw new ConflictError("the check is disabled: enable it before running it", {
+              code: "check_disabled",
+            });
+          }
+          return { next_run_at: c.now };
+        },
+      },
+    ],
     hooks: {
       beforeCreate: (c, _actor, input) =>
         validateCheck(input, null, c.app.config.monitoring?.allowLinkLocal ?? false),

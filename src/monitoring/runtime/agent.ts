@@ -130,7 +130,8 @@ export class Agent {
     if (this.collector) {
       const every = this.opts.hostMetricsMs ?? 60_000;
       this.timers.push(setInterval(() => void this.reportHostMetrics(), every));
-      setTimeout(() => void this.reportHostMetrics(), Math.min(every, 5000)).unref();
+      // The first sample soon after start: the console's overview shows the host at once.
+      setTimeout(() => void this.reportHostMetrics(), Math.min(every, 2000)).unref();
     }
     for (const t of this.timers) t.unref();
     this.loop = this.claimLoop();
