@@ -36,6 +36,27 @@ export function adminOpenApiDocument(baseUrl: string): Record<string, unknown> {
     servers: [{ url: baseUrl }],
     security: [{ bearer: [] }, { apiKey: [] }, { session: [] }],
     paths: {
+      "/api/admin/instance": {
+        get: op("instance", "This instance: version, database backend and location, data directory, uptime", {
+          "200": {
+            description: "Instance information (shown in the console under Settings → Instance)",
+            content: json({
+              type: "object",
+              properties: {
+                version: { type: "string" },
+                node_version: { type: "string" },
+                database_backend: { type: "string", enum: ["pglite", "postgres"] },
+                data_dir: { type: "string" },
+                database_location: { type: "string" },
+                base_url: { type: "string" },
+                embedded_agent: { type: "boolean" },
+                rate_limit_store: { type: "string", enum: ["memory", "redis"] },
+                uptime_seconds: { type: "integer" },
+              },
+            }),
+          },
+        }),
+      },
       "/api/admin/users": {
         get: op(
           "users",

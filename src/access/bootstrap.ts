@@ -1,4 +1,6 @@
+import crypto from "node:crypto";
 import fs from "node:fs";
+import path from "node:path";
 import type { AppContext } from "../kernel/context.ts";
 import { sql } from "../storage/sql.ts";
 import { verifyPassword } from "./passwords.ts";
@@ -11,7 +13,13 @@ export type BootstrapOutcome =
   | "admin_exists"
   | "restored"
   | "no_password"
+  | "generated"
   | "error";
+
+/** Where a first start leaves the generated admin password (read it, sign in, then delete it). */
+export function initialPasswordFile(dataDir: string): string {
+  return path.join(dataDir, "initial-admin-password");
+}
 
 /**
  * Create the first admin at start-up (spec 5, reference 4.5):
@@ -62,6 +70,30 @@ export async function bootstrapAdmin(ctx: AppContext): Promise<BootstrapOutcome>
     return "exists";
   }
   if (activeAdmin) return "admin_exists";
+  if (!password && ctx.config.admin.generate) {
+    // First start with nothing configured: a console that nobody can sign in to is useless, and
+    // a fixed default password is worse. A random one goes to a 0600 file, never to the log.
+    const generated = crypto.randomBytes(18).toString("base64url");
+    try {
+      const user = await insertUser(ctx, {
+        email,
+        display_name: "admin",
+        role: "admin",
+        password: generated,
+      });
+      const file = initialPasswordFile(ctx.config.dataDir);
+      fs.mkdirSync(ctx.config.dataDir, { recursive: true, mode: 0o700 });
+      fs.writeFileSync(file, `${generated}\n`, { mode: 0o600 });
+      ctx.log.warn(
+        { email, user_id: user.id, file },
+        `first start: created ${email}; its password is in ${file}. Sign in, then delete the file`,
+      );
+      return "generated";
+    } catch (err) {
+      if ((err as { code?: string }).code === "email_taken") return "exists";
+      throw err;
+    }
+  }
   if (!password) {
     ctx.log.warn(
       "no admin user exists and no bootstrap password is configured: set SERVICE_ADMIN_PASSWORD " +

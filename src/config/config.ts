@@ -160,6 +160,12 @@ export const VARIABLES = {
     default: 30 * 86400,
     description: "Browser session absolute lifetime",
   }),
+  NETMON_INITIAL_ADMIN: v({
+    parse: bool,
+    default: true,
+    description:
+      "On a first start with no admin and no SERVICE_ADMIN_PASSWORD, create the bootstrap admin with a generated password written to $NETMON_DATA_DIR/initial-admin-password (0600)",
+  }),
   SERVICE_ADMIN_EMAIL: v({
     parse: str,
     default: "admin@localhost",
@@ -231,6 +237,8 @@ export interface Config {
     password: string | undefined;
     passwordFile: string | undefined;
     forceSync: boolean;
+    /** Generate the first admin's password when none is configured (NETMON_INITIAL_ADMIN). */
+    generate: boolean;
   };
   forceLocalLogin: boolean;
 }
@@ -300,6 +308,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       password: r.SERVICE_ADMIN_PASSWORD,
       passwordFile: r.SERVICE_ADMIN_PASSWORD_FILE,
       forceSync: r.SERVICE_ADMIN_PASSWORD_FORCE_SYNC,
+      generate: r.NETMON_INITIAL_ADMIN,
     },
     forceLocalLogin: r.SERVICE_AUTH_FORCE_LOCAL_LOGIN,
   };

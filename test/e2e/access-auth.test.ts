@@ -547,7 +547,7 @@ describe("control-plane credentials", () => {
       headers: authHeaders(operator),
     });
     expect(byOperator.status).toBe(200);
-    expect(byOperator.headers.get("x-ratelimit-limit")).toBe("120");
+    expect(byOperator.headers.get("x-ratelimit-limit")).toBe("600");
     const viewer = await tokenFor(server, "viewer");
     const byViewer = await server.fetch("/api/v1/control-or-permission", { headers: authHeaders(viewer) });
     expect(byViewer.status).toBe(403);

@@ -18,7 +18,7 @@ describe("access fixture", () => {
     const body = (await res.json()) as { role: string; permissions: string[] };
     expect(body.role).toBe("operator");
     expect(body.permissions).toContain("devices.create");
-    expect(res.headers.get("x-ratelimit-limit")).toBe("120");
+    expect(res.headers.get("x-ratelimit-limit")).toBe("600");
   });
 
   it("createUser with a profile applies the profile's permissions", async () => {

@@ -48,6 +48,8 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     NETMON_DATA_DIR: dataDir,
     NETMON_LOG_LEVEL: "info",
     NETMON_EMBEDDED_AGENT: "false",
+    // Tests make their own users; a generated first admin would change "last admin" arithmetic.
+    NETMON_INITIAL_ADMIN: "false",
     ...opts.env,
   });
   let server: RunningServer;

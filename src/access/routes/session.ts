@@ -1,7 +1,9 @@
+import fs from "node:fs";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppContext } from "../../kernel/context.ts";
 import { InvalidRequestError, RateLimitedError } from "../../kernel/errors.ts";
 import { sql } from "../../storage/sql.ts";
+import { initialPasswordFile } from "../bootstrap.ts";
 import { checkOrigin } from "../csrf.ts";
 import { verifyPassword } from "../passwords.ts";
 import type { RateLimiter } from "../rate-limit.ts";
@@ -28,24 +30,39 @@ function escapeHtml(s: string): string {
 }
 
 /** Served as a file: the pages' Content-Security-Policy allows no inline style. */
-const SIGN_IN_CSS = `body{font-family:system-ui,sans-serif;max-width:22rem;margin:4rem auto;padding:0 1rem}
-label{display:block;margin:.75rem 0 .25rem}input{width:100%;padding:.5rem;box-sizing:border-box}
-button{margin-top:1rem;padding:.5rem 1rem}.error{color:#b00020}
+const SIGN_IN_CSS = `:root{color-scheme:light dark;--bg:#f6f8fa;--panel:#fff;--fg:#1f2328;--muted:#57606a;--border:#d0d7de;--accent:#0a58ca;--bad:#a40e26}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--panel:#161b22;--fg:#e6edf3;--muted:#9da7b3;--border:#30363d;--accent:#4c9aff;--bad:#ff7b72}}
+body{font:15px/1.45 system-ui,sans-serif;background:var(--bg);color:var(--fg);margin:0}
+main{max-width:22rem;margin:4rem auto;padding:1.5rem;background:var(--panel);border:1px solid var(--border);border-radius:10px}
+h1{font-size:1.3rem;margin:0 0 1rem}label{display:block;margin:.75rem 0 .25rem}
+input{width:100%;padding:.5rem;box-sizing:border-box;font:inherit;border:1px solid var(--border);border-radius:6px;background:var(--panel);color:var(--fg)}
+button{margin-top:1rem;padding:.5rem 1rem;font:inherit;border-radius:6px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer}
+.error{color:var(--bad)}.hint{color:var(--muted);font-size:.9rem}code{overflow-wrap:anywhere}
 `;
 
-export function signInPage(opts: { error?: string; email?: string; returnTo?: string } = {}): string {
+export function signInPage(
+  opts: {
+    error?: string;
+    email?: string;
+    returnTo?: string;
+    firstStart?: { email: string; file: string };
+  } = {},
+): string {
   const err = opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : "";
+  const first = opts.firstStart
+    ? `<p class="hint">First start: sign in as <strong>${escapeHtml(opts.firstStart.email)}</strong> with the password in <code>${escapeHtml(opts.firstStart.file)}</code>, then delete that file.</p>`
+    : "";
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>Sign in · netmon</title>
 <link rel="stylesheet" href="/users/log-in.css"></head>
-<body><h1>Sign in</h1>${err}
+<body><main><h1>Sign in to netmon</h1>${first}${err}
 <form method="post" action="/users/log-in">
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(opts.email ?? "")}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <input type="hidden" name="return_to" value="${escapeHtml(opts.returnTo ?? "/")}">
 <button type="submit">Sign in</button>
-</form></body></html>`;
+</form></main></body></html>`;
 }
 
 function isForm(request: FastifyRequest): boolean {
@@ -73,13 +90,18 @@ export async function sessionRoutes(
   limiter: RateLimiter,
 ): Promise<void> {
   const publicPage = { access: { public: true }, rateLimit: "none" } as const;
+  // While the generated first-admin password file exists, the sign-in page says where it is.
+  const firstStart = () => {
+    const file = initialPasswordFile(ctx.config.dataDir);
+    return fs.existsSync(file) ? { email: ctx.config.admin.email, file } : undefined;
+  };
 
   app.get("/users/log-in", { config: publicPage }, async (request, reply) => {
     const q = request.query as Record<string, unknown>;
     return reply
       .type("text/html; charset=utf-8")
       .header("cache-control", "no-store")
-      .send(signInPage({ returnTo: safeReturnTo(q.return_to) }));
+      .send(signInPage({ returnTo: safeReturnTo(q.return_to), firstStart: firstStart() }));
   });
 
   app.get("/users/log-in.css", { config: publicPage }, async (_request, reply) =>

@@ -7,7 +7,7 @@ import { useAction, usePoll, useUrlState } from "../hooks.ts";
 import { useCan } from "../session.ts";
 
 type R = Record<string, unknown>;
-const PAGE = 50;
+const PAGE_SIZES = [50, 100, 500];
 
 function availability(r: R) {
   return r.is_available === true ? (
@@ -22,7 +22,8 @@ function availability(r: R) {
 export function Devices() {
   const [q, setQ] = useUrlState();
   const offset = Number(q.offset ?? 0) || 0;
-  const params = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
+  const size = PAGE_SIZES.includes(Number(q.limit)) ? Number(q.limit) : 50;
+  const params = new URLSearchParams({ limit: String(size), offset: String(offset) });
   for (const k of ["search", "status", "source", "group_id", "sort"]) if (q[k]) params.set(k, q[k] as string);
   const list = usePoll(
     () => api.get<{ data: R[]; pagination: { next_offset: number | null } }>(`/api/devices?${params}`),
@@ -84,6 +85,19 @@ export function Devices() {
             </select>
           </label>
           <label>
+            Per page{" "}
+            <select
+              value={String(size)}
+              onChange={(e) => setQ({ limit: e.currentTarget.value, offset: undefined })}
+            >
+              {PAGE_SIZES.map((n) => (
+                <option key={n} value={String(n)}>
+                  {n}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
             Group{" "}
             <select
               value={q.group_id ?? ""}
@@ -131,7 +145,7 @@ export function Devices() {
         <button
           type="button"
           disabled={offset === 0}
-          onClick={() => setQ({ offset: String(Math.max(0, offset - PAGE)) })}
+          onClick={() => setQ({ offset: String(Math.max(0, offset - size)) })}
         >
           ← Previous
         </button>
