@@ -20,8 +20,14 @@ let browser: Browser;
 let target: http.Server;
 let targetPort = 0;
 let healthy = true;
+let hookHits = 0;
 /** Uncaught exceptions in any page; asserted empty after each test. */
 const pageErrors: string[] = [];
+
+/** Error banners the page shows (an API call of the page failed). */
+async function shownErrors(page: Page): Promise<string[]> {
+  return page.locator("main p.error, main div.error").allInnerTexts();
+}
 
 function waitText(page: Page, text: string | RegExp, timeout = 20_000) {
   return page.getByText(text).first().waitFor({ timeout });
@@ -44,7 +50,8 @@ beforeAll(async () => {
   if (!fs.existsSync(path.join(CONSOLE_DIR, "index.html"))) {
     throw new Error(`the console is not built (${CONSOLE_DIR}); npm ci builds it, or run npm run build:web`);
   }
-  target = http.createServer((_req, res) => {
+  target = http.createServer((req, res) => {
+    if (req.url === "/hook") hookHits++;
     res.writeHead(healthy ? 200 : 503, { "content-type": "text/plain" }).end(healthy ? "ok" : "down");
   });
   await new Promise<void>((r) => target.listen(0, "127.0.0.1", r));
@@ -120,6 +127,8 @@ describe("operator console (Chromium)", () => {
     await page.getByRole("link", { name: "edge-router-77" }).click();
     await page.getByRole("heading", { name: "edge-router-77" }).waitFor();
     await waitText(page, "192.0.2.77");
+    await page.waitForLoadState("networkidle");
+    expect(await shownErrors(page)).toEqual([]);
 
     // Checks: an HTTP check against a loopback server; its first result; then break the target.
     await page.goto(`${server.url}/checks/new`);
@@ -147,6 +156,21 @@ describe("operator console (Chromium)", () => {
     await page.getByRole("button", { name: "Resolve" }).click();
     await waitText(page, /restarted the web server/);
     await page.locator(".page-head .badge", { hasText: "resolved" }).waitFor();
+    expect(await shownErrors(page)).toEqual([]);
+    await page.goto(`${server.url}/alerts?view=resolved`);
+    await page.getByRole("link", { name: /web front is failing/ }).waitFor();
+    expect(await shownErrors(page)).toEqual([]);
+
+    // Notifications: a webhook channel made in the console, test-sent from it.
+    await page.goto(`${server.url}/rules?tab=channels`);
+    await page.getByText("New channel").click();
+    await page.fill("#f-name", "loopback hook");
+    await page.fill("input[name=url]", `http://127.0.0.1:${targetPort}/hook`);
+    await page.getByRole("button", { name: "Create channel" }).click();
+    await page.getByRole("cell", { name: "loopback hook" }).waitFor();
+    await page.getByRole("button", { name: "Send test" }).click();
+    await waitText(page, "delivered (200)");
+    expect(hookHits).toBeGreaterThan(0);
 
     // Query: run a query and page through it.
     await page.goto(`${server.url}/query`);
@@ -188,6 +212,9 @@ describe("operator console (Chromium)", () => {
     timeout: 240_000,
   }, async () => {
     const pages = [
+      "/alerts?view=resolved",
+      "/rules?tab=channels",
+      "/rules?tab=routes",
       "/",
       "/devices",
       "/checks",
@@ -212,6 +239,7 @@ describe("operator console (Chromium)", () => {
           await page.locator("main h1").first().waitFor();
           await page.waitForLoadState("networkidle");
           expect(await page.evaluate("document.documentElement.dataset.theme")).toBe(theme);
+          expect(await shownErrors(page), `${p}: the page shows an error`).toEqual([]);
           // Nothing wider than the viewport (tables scroll inside their own box).
           const overflow = Number(
             await page.evaluate("document.documentElement.scrollWidth - window.innerWidth"),

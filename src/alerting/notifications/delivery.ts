@@ -51,7 +51,7 @@ interface DeliveryRow {
   [key: string]: unknown;
 }
 
-interface ChannelRow {
+export interface ChannelRow {
   id: string;
   name: string;
   provider: "webhook" | "email";
@@ -73,9 +73,40 @@ export interface SendOutcome {
   format?: string;
 }
 
-export function buildPayload(d: DeliveryRow, alert: AlertRow): Record<string, unknown> {
+/** What a receiver needs beyond the alert row: where to click, and what failed on which host. */
+export interface PayloadContext {
+  baseUrl?: string;
+  check?: { id: string; name: string; check_type: string; target: string; port: number | null } | null;
+  device?: { uid: string; hostname: string | null; ip: string | null } | null;
+}
+
+export async function payloadContext(ctx: AppContext, alert: AlertRow): Promise<PayloadContext> {
+  const check = alert.service_check_id
+    ? await ctx.db.one<NonNullable<PayloadContext["check"]>>(
+        sql`SELECT id, name, check_type, target, port FROM service_checks WHERE id = ${alert.service_check_id}`,
+      )
+    : null;
+  const deviceUid = alert.device_uid ?? null;
+  const device = deviceUid
+    ? await ctx.db.one<NonNullable<PayloadContext["device"]>>(
+        sql`SELECT uid, hostname, ip FROM devices WHERE uid = ${deviceUid}`,
+      )
+    : null;
+  return { baseUrl: ctx.config.baseUrl, check: check ?? null, device: device ?? null };
+}
+
+export function buildPayload(
+  d: DeliveryRow,
+  alert: AlertRow,
+  pc: PayloadContext = {},
+): Record<string, unknown> {
+  const base = pc.baseUrl?.replace(/\/+$/, "");
   return {
     type: `alert.${d.lifecycle_reason}`,
+    // A link back to the alert in the console.
+    url: base ? `${base}/alerts/${alert.id}` : null,
+    check: pc.check ?? null,
+    device: pc.device ?? null,
     delivery_id: d.id,
     lifecycle_reason: d.lifecycle_reason,
     step_number: d.step_number,
@@ -173,9 +204,17 @@ export function renderEmail(payload: Record<string, unknown>): { subject: string
     `Triggered at: ${a.triggered_at instanceof Date ? a.triggered_at.toISOString() : String(a.triggered_at)}`,
   ];
   if (a.description) lines.push(`Description: ${a.description}`);
-  if (a.device_uid) lines.push(`Device: ${a.device_uid}`);
+  const device = payload.device as Record<string, unknown> | null | undefined;
+  const check = payload.check as Record<string, unknown> | null | undefined;
+  if (device) lines.push(`Device: ${device.hostname ?? device.uid}${device.ip ? ` (${device.ip})` : ""}`);
+  else if (a.device_uid) lines.push(`Device: ${a.device_uid}`);
+  if (check)
+    lines.push(
+      `Check: ${check.name} (${check.check_type} ${check.target}${check.port ? `:${check.port}` : ""})`,
+    );
   if (reason === "resolve" && a.resolved_by) lines.push(`Resolved by: ${a.resolved_by}`);
-  lines.push(`Alert id: ${a.id}`, `Notification: ${reason} (step ${payload.step_number})`);
+  lines.push(`Alert id: ${a.id}`, `Notification: ${reason} (step ${payload.step_number ?? 0})`);
+  if (typeof payload.url === "string") lines.push(`Open: ${payload.url}`);
   return { subject: `[${prefix}] ${a.title}`, text: `${lines.join("\n")}\n` };
 }
 
@@ -303,7 +342,7 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
       updated_at = ${ctx.now()} WHERE id = ${d.id}`);
     return;
   }
-  const payload = buildPayload(d, alert);
+  const payload = buildPayload(d, alert, await payloadContext(ctx, alert));
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const out =
     channel.provider === "webhook"
@@ -341,4 +380,51 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
       FROM notification_channels c WHERE c.id = ${channel.fallback_channel_id}
       ON CONFLICT DO NOTHING`);
   }
+}
+
+/**
+ * `POST /api/v2/notification-channels/{id}/test`: one test notification through the channel,
+ * now, bypassing routes and rate limits; the outcome updates the channel's health like a real
+ * delivery, so a broken channel shows as failing before an alert needs it.
+ */
+export async function sendTestNotification(
+  ctx: AppContext,
+  channel: ChannelRow,
+  actor: string,
+): Promise<{ ok: boolean; status: number | null; error: string | null; sent_at: string }> {
+  const now = ctx.now();
+  const base = ctx.config.baseUrl.replace(/\/+$/, "");
+  const payload = {
+    type: "test",
+    url: `${base}/rules?tab=channels`,
+    check: null,
+    device: null,
+    lifecycle_reason: "test",
+    alert: {
+      id: "00000000-0000-0000-0000-000000000000",
+      title: `Test notification from netmon (${channel.name})`,
+      description: `Sent by ${actor} to check that this channel delivers.`,
+      severity: "info",
+      status: "pending",
+      source_type: "test",
+      triggered_at: now.toISOString(),
+      metadata: {},
+    },
+  };
+  const out =
+    channel.provider === "webhook"
+      ? await sendWebhook(channel, payload, 10_000, outboundPolicyFor(ctx))
+      : await sendEmail(channel, payload, 10_000, outboundPolicyFor(ctx));
+  if (out.ok) {
+    await ctx.db.query(sql`UPDATE notification_channels SET health = 'healthy', last_success_at = ${now}, updated_at = ${now}
+      WHERE id = ${channel.id}`);
+  } else {
+    await ctx.db.query(sql`UPDATE notification_channels SET health = 'failing', last_failure_at = ${now},
+      last_error = ${out.error ?? null}, updated_at = ${now} WHERE id = ${channel.id}`);
+  }
+  ctx.log.info(
+    { event: "notification_test", channel_id: channel.id, ok: out.ok, status: out.status },
+    "test notification",
+  );
+  return { ok: out.ok, status: out.status ?? null, error: out.error ?? null, sent_at: now.toISOString() };
 }

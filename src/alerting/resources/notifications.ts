@@ -7,21 +7,93 @@
 
 import { defineResource } from "../../jsonapi/define.ts";
 import { registerResource } from "../../jsonapi/registry.ts";
-import { NotFoundError } from "../../kernel/errors.ts";
-import { redactCheckConfig } from "../../kernel/secrets.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../../kernel/errors.ts";
+import { mergeCheckSecrets, redactCheckConfig, SECRET_MARKER } from "../../kernel/secrets.ts";
+import type { Queryable } from "../../storage/db.ts";
 import { ident, join, sql } from "../../storage/sql.ts";
 import {
   NOTIFY_PERMS,
   type PolicyInput,
   type RouteInput,
   type StepInput,
+  validateChannelConfig,
   validatePolicy,
   validateRoute,
   validateStep,
   validateStepChannel,
 } from "../notifications/config.ts";
+import { type ChannelRow, sendTestNotification } from "../notifications/delivery.ts";
+import { validateMatchExpression } from "../notifications/match-expression.ts";
 
 const CHANNELS_VIEW = { permission: NOTIFY_PERMS.channelsView } as const;
+const CHANNELS_MANAGE = { permission: NOTIFY_PERMS.channelsManage } as const;
+
+/** secret_refs (webhook_secret, smtp_user, smtp_password) are write-only: every value shows as set. */
+function redactAll(v: unknown): unknown {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return {};
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = x === null || x === "" ? null : SECRET_MARKER;
+  return out;
+}
+
+/** On update, a secret left out or sent back as the marker keeps its stored value. */
+function mergeAll(next: unknown, stored: unknown): unknown {
+  if (next === undefined) return undefined;
+  if (next === null || typeof next !== "object" || Array.isArray(next)) return next;
+  const prev = (stored ?? {}) as Record<string, unknown>;
+  const out: Record<string, unknown> = { ...prev };
+  for (const [k, v] of Object.entries(next)) {
+    const marker = v !== null && typeof v === "object" && (v as { set?: unknown }).set === true;
+    out[k] = marker ? prev[k] : v;
+  }
+  return out;
+}
+
+const SECRET_REF_KEYS = new Set(["webhook_secret", "smtp_user", "smtp_password"]);
+
+function checkSecretRefs(v: unknown): void {
+  if (v === undefined) return;
+  if (v === null || typeof v !== "object" || Array.isArray(v)) {
+    throw new ValidationError("secret_refs must be an object", {
+      source: { pointer: "/data/attributes/secret_refs" },
+    });
+  }
+  const unknown = Object.keys(v).filter((k) => !SECRET_REF_KEYS.has(k));
+  if (unknown.length > 0) {
+    throw new ValidationError(
+      `unknown secret_refs member(s): ${unknown.join(", ")} (allowed: ${[...SECRET_REF_KEYS].join(", ")})`,
+      { source: { pointer: "/data/attributes/secret_refs" } },
+    );
+  }
+}
+
+async function validateChannel(
+  q: Queryable,
+  input: Record<string, unknown>,
+  id: string | null,
+): Promise<void> {
+  validateChannelConfig(String(input.provider), (input.config ?? {}) as Record<string, unknown>);
+  checkSecretRefs(input.secret_refs);
+  if (input.execution_route === "edge_agent" && !input.agent_uid) {
+    throw new ValidationError("is required when execution_route is edge_agent", {
+      source: { pointer: "/data/attributes/agent_uid" },
+    });
+  }
+  const fallback = input.fallback_channel_id;
+  if (fallback) {
+    if (fallback === id) {
+      throw new ValidationError("a channel cannot fall back to itself", {
+        source: { pointer: "/data/attributes/fallback_channel_id" },
+      });
+    }
+    const row = await q.one(sql`SELECT 1 FROM notification_channels WHERE id = ${String(fallback)}::uuid`);
+    if (!row) {
+      throw new ValidationError("fallback_channel_id does not reference an existing channel", {
+        source: { pointer: "/data/attributes/fallback_channel_id" },
+      });
+    }
+  }
+}
 const ROUTES_VIEW = { permission: NOTIFY_PERMS.routesView } as const;
 const ROUTES_MANAGE = { permission: NOTIFY_PERMS.routesManage } as const;
 
@@ -34,18 +106,51 @@ export const notificationChannelResource = registerResource(
     description: "Where notifications go (webhook, email). Credentials are never exposed.",
     id: { column: "id", type: "uuid", generate: "db" },
     attributes: {
-      name: { type: "string", nullable: false },
-      description: { type: "string" },
-      provider: { type: "enum", values: ["webhook", "email"], nullable: false },
-      enabled: { type: "boolean", nullable: false },
+      name: { type: "string", required: true, update: true, nullable: false, maxLength: 255 },
+      description: { type: "string", create: true, update: true, maxLength: 4000 },
+      provider: { type: "enum", values: ["webhook", "email"], required: true, nullable: false },
+      enabled: { type: "boolean", create: true, update: true, nullable: false, default: true },
       // Webhook headers such as Authorization are write-only, as in check configs.
-      config: { type: "object", nullable: false, redact: redactCheckConfig },
-      execution_route: { type: "enum", values: ["control_plane", "edge_agent"], nullable: false },
-      agent_uid: { type: "string" },
-      fallback_channel_id: { type: "uuid" },
-      fail_closed: { type: "boolean", nullable: false },
-      rate_limit_per_minute: { type: "integer" },
-      max_attempts: { type: "integer", nullable: false },
+      config: {
+        type: "object",
+        create: true,
+        update: true,
+        nullable: false,
+        default: {},
+        redact: redactCheckConfig,
+        filterable: false,
+      },
+      // webhook_secret (HMAC signing), smtp_user, smtp_password: write-only.
+      secret_refs: {
+        type: "object",
+        create: true,
+        update: true,
+        nullable: false,
+        default: {},
+        redact: redactAll,
+        filterable: false,
+      },
+      execution_route: {
+        type: "enum",
+        values: ["control_plane", "edge_agent"],
+        create: true,
+        update: true,
+        nullable: false,
+        default: "control_plane",
+      },
+      agent_uid: { type: "string", create: true, update: true, maxLength: 255 },
+      fallback_channel_id: { type: "uuid", create: true, update: true },
+      fail_closed: { type: "boolean", create: true, update: true, nullable: false, default: false },
+      rate_limit_per_minute: { type: "integer", create: true, update: true, minimum: 1, maximum: 100000 },
+      max_attempts: {
+        type: "integer",
+        create: true,
+        update: true,
+        nullable: false,
+        default: 3,
+        minimum: 1,
+        maximum: 20,
+      },
       health: { type: "enum", values: ["unknown", "healthy", "degraded", "failing"], nullable: false },
       last_success_at: { type: "datetime" },
       last_failure_at: { type: "datetime" },
@@ -55,7 +160,7 @@ export const notificationChannelResource = registerResource(
       updated_at: { type: "datetime", nullable: false },
     },
     defaultSort: "name",
-    routes: { index: false, read: false },
+    routes: { index: false },
     collections: [
       {
         name: "index",
@@ -66,6 +171,148 @@ export const notificationChannelResource = registerResource(
       },
     ],
     policies: { read: { access: CHANNELS_VIEW } },
+    touchColumn: "updated_at",
+    actions: {
+      create: {
+        access: CHANNELS_MANAGE,
+        summary: "Create a channel (secrets in config headers and secret_refs are write-only)",
+      },
+      update: {
+        access: CHANNELS_MANAGE,
+        summary: "Update a channel (provider is immutable; omitted secrets are kept)",
+      },
+      // Its step memberships go with it; its past deliveries keep their rows (channel_id → null).
+      delete: { access: CHANNELS_MANAGE, summary: "Delete a channel" },
+    },
+    operations: [
+      {
+        name: "test",
+        path: "/test",
+        method: "POST",
+        access: CHANNELS_MANAGE,
+        transaction: false,
+        summary:
+          "Send a test notification through the channel now (bypasses routes); answers {ok, status, error} and updates the channel's health",
+        handler: async (c, actor, record) => {
+          const channel = await c.app.db.one<ChannelRow>(
+            sql`SELECT * FROM notification_channels WHERE id = ${String(record?.id)}`,
+          );
+          if (!channel) throw new NotFoundError("notification channel not found");
+          const result = await sendTestNotification(c.app, channel, actor.email ?? actor.id);
+          return { raw: { data: result } };
+        },
+      },
+    ],
+    hooks: {
+      beforeCreate: (c, _actor, input) => validateChannel(c.tx, input, null),
+      beforeUpdate: async (c, _actor, before, input) => {
+        if (input.config !== undefined) input.config = mergeCheckSecrets(input.config, before.config);
+        if (input.secret_refs !== undefined) {
+          checkSecretRefs(input.secret_refs);
+          input.secret_refs = mergeAll(input.secret_refs, before.secret_refs);
+        }
+        await validateChannel(c.tx, { ...before, ...input, provider: before.provider }, String(before.id));
+      },
+    },
+  }),
+);
+
+const SEVERITIES = ["info", "warning", "critical"] as const;
+/** "Repeat every N" repeats until the alert is acknowledged or resolved, at most this often. */
+const QUICK_MAX_REPEATS = 1000;
+
+async function quickRoute(
+  q: Queryable,
+  input: Record<string, unknown>,
+): Promise<{ id: string; status: number }> {
+  const name = String(input.name ?? "").trim();
+  const pointer = (f: string) => ({ source: { pointer: `/data/attributes/${f}` } });
+  if (!name) throw new ValidationError("name is required", pointer("name"));
+  const channels = [...new Set((input.channel_ids as string[] | undefined) ?? [])];
+  if (channels.length === 0) throw new ValidationError("name at least one channel", pointer("channel_ids"));
+  const found = await q.many<{ id: string }>(
+    sql`SELECT id FROM notification_channels WHERE id = ANY(${channels}::uuid[])`,
+  );
+  const missing = channels.filter((id) => !found.some((f) => f.id === id));
+  if (missing.length > 0) {
+    throw new ValidationError(`unknown channel(s): ${missing.join(", ")}`, pointer("channel_ids"));
+  }
+  const min = SEVERITIES.indexOf((input.min_severity as (typeof SEVERITIES)[number]) ?? "warning");
+  const severities = SEVERITIES.slice(Math.max(0, min));
+  const extra = input.match_expression as Record<string, unknown> | undefined;
+  if (extra !== undefined && extra !== null) validateMatchExpression(extra);
+  const severityMatch = { field: "alert.severity", in: [...severities] };
+  const match = extra && Object.keys(extra).length > 0 ? { all: [severityMatch, extra] } : severityMatch;
+  const repeat = input.repeat_interval_seconds as number | undefined;
+  const taken = await q.one(sql`SELECT 1 FROM notification_routes WHERE name = ${name}
+    UNION ALL SELECT 1 FROM notification_escalation_policies WHERE name = ${name}`);
+  if (taken) throw new ConflictError(`a route or escalation policy named '${name}' already exists`);
+  await validatePolicy(q, {
+    name,
+    repeat_count: repeat ? QUICK_MAX_REPEATS : 0,
+    repeat_interval_seconds: repeat ?? null,
+  });
+  const policy = await q.one<{ id: string }>(sql`
+    INSERT INTO notification_escalation_policies (name, description, repeat_count, repeat_interval_seconds)
+    VALUES (${name}, ${"created with the route of the same name"}, ${repeat ? QUICK_MAX_REPEATS : 0}, ${repeat ?? null})
+    RETURNING id`);
+  const step = await q.one<{ id: string }>(sql`
+    INSERT INTO notification_escalation_steps (policy_id, step_number, delay_seconds, condition)
+    VALUES (${policy?.id}, 1, 0, 'if_unacknowledged') RETURNING id`);
+  for (const ch of channels) {
+    await q.query(
+      sql`INSERT INTO notification_escalation_step_channels (step_id, channel_id) VALUES (${step?.id}, ${ch})`,
+    );
+  }
+  const route = await q.one<{ id: string }>(sql`
+    INSERT INTO notification_routes (name, description, enabled, priority, match_expression, escalation_policy_id)
+    VALUES (${name}, ${`severity ≥ ${SEVERITIES[Math.max(0, min)]}`}, true, ${(input.priority as number | undefined) ?? 100},
+      ${JSON.stringify(match)}::jsonb, ${policy?.id})
+    RETURNING id`);
+  return { id: String(route?.id), status: 201 };
+}
+
+export const notificationDeliveryResource = registerResource(
+  defineResource({
+    type: "notification-delivery",
+    base: "/notification-deliveries",
+    table: "notification_deliveries",
+    tag: "notification-delivery",
+    description:
+      "The delivery log: one row per notification (alert × step × channel), with its attempts, status, response code, error and next retry",
+    id: { column: "id", type: "uuid", generate: "db" },
+    attributes: {
+      alert_id: { type: "uuid", nullable: false },
+      route_id: { type: "uuid" },
+      policy_id: { type: "uuid" },
+      channel_id: { type: "uuid" },
+      step_number: { type: "integer", nullable: false },
+      repeat_number: { type: "integer", nullable: false },
+      lifecycle_reason: {
+        type: "enum",
+        values: ["fire", "renotify", "escalate", "resolve", "failover"],
+        nullable: false,
+      },
+      status: {
+        type: "enum",
+        values: ["pending", "dispatching", "sent", "failed", "expired", "cancelled", "suppressed", "skipped"],
+        nullable: false,
+      },
+      suppression_reason: { type: "string" },
+      provider: { type: "string" },
+      attempts: { type: "integer", nullable: false },
+      max_attempts: { type: "integer", nullable: false },
+      next_attempt_at: { type: "datetime" },
+      last_error: { type: "string", filterable: false },
+      response_status: { type: "integer" },
+      sent_at: { type: "datetime" },
+      inserted_at: { type: "datetime", nullable: false },
+      updated_at: { type: "datetime", nullable: false },
+    },
+    defaultSort: "-inserted_at",
+    pagination: { styles: ["keyset", "offset"], defaultLimit: 100, maxLimit: 1000 },
+    policies: { read: { access: CHANNELS_VIEW } },
+    actions: {},
   }),
 );
 
@@ -252,6 +499,27 @@ export const notificationRouteResource = registerResource(
         access: ROUTES_MANAGE,
         summary: "Enable a notification route",
         set: () => ({ enabled: true }),
+      },
+      {
+        // "Alerts of severity ≥ X matching Y → channels Z, repeat every N" in one call: the
+        // policy, its single step and step channels are created with the route (issue 13).
+        name: "quick",
+        path: "/quick",
+        method: "POST",
+        target: "collection",
+        access: ROUTES_MANAGE,
+        status: 201,
+        summary:
+          "Create a route with its escalation policy, step and step channels in one call (the full model stays available)",
+        arguments: {
+          name: { type: "string", required: true, nullable: false, maxLength: 200 },
+          channel_ids: { type: "array", items: "uuid", required: true, nullable: false },
+          min_severity: { type: "enum", values: SEVERITIES, nullable: false },
+          match_expression: { type: "object" },
+          repeat_interval_seconds: { type: "integer", minimum: 60, maximum: 604800 },
+          priority: { type: "integer", minimum: 0, maximum: 100000 },
+        },
+        handler: async (c, _actor, _record, input) => quickRoute(c.tx, input),
       },
     ],
     hooks: {

@@ -23,7 +23,7 @@ export function Alerts() {
       view === "active" || view === "pending"
         ? v2.list(`alerts/${view}`, { sort: "-triggered_at" })
         : v2.list("alerts", {
-            "filter[status]": view,
+            "filter[status][eq]": view,
             sort: view === "resolved" ? "-resolved_at" : "-triggered_at",
             "page[limit]": "50",
             "page[after]": q.after,
@@ -89,6 +89,15 @@ export function AlertDetail(props: { params?: { id?: string } }) {
   const alert = usePoll(() => v2.get(`alerts/${encodeURIComponent(id)}`), 10_000, [id]);
   const act = useAction();
   const [note, setNote] = useState("");
+  const canSeeDeliveries = can("notifications.channels.view");
+  const deliveries = usePoll(
+    () =>
+      canSeeDeliveries
+        ? v2.list("notification-deliveries", { "filter[alert_id][eq]": id, "page[limit]": "50" })
+        : Promise.resolve(undefined),
+    10_000,
+    [id, canSeeDeliveries],
+  );
   const a = alert.data;
   if (alert.error) return <ErrorNote error={alert.error} />;
   if (!a) return <p class="muted">Loading…</p>;
@@ -167,6 +176,43 @@ export function AlertDetail(props: { params?: { id?: string } }) {
             ) : null}
           </ol>
         </Card>
+        {canSeeDeliveries && (
+          <Card title="Notifications" wide>
+            <DataTable
+              caption="Delivery log of this alert"
+              rows={deliveries.data?.rows}
+              empty="No notification was due: no enabled route matches this alert."
+              columns={[
+                { key: "inserted_at", label: "Queued", render: (r) => when(r.inserted_at) },
+                { key: "lifecycle_reason", label: "Why" },
+                {
+                  key: "status",
+                  label: "Status",
+                  render: (r) => (
+                    <Badge
+                      value={
+                        r.status === "sent" ? "ok" : r.status === "failed" ? "critical" : String(r.status)
+                      }
+                      label={String(r.status)}
+                    />
+                  ),
+                },
+                { key: "attempts", label: "Attempts", numeric: true },
+                { key: "response_status", label: "HTTP", numeric: true },
+                {
+                  key: "last_error",
+                  label: "Error",
+                  render: (r) => text(r.last_error ?? r.suppression_reason),
+                },
+                {
+                  key: "next_attempt_at",
+                  label: "Next retry",
+                  render: (r) => (r.next_attempt_at ? ago(r.next_attempt_at) : "—"),
+                },
+              ]}
+            />
+          </Card>
+        )}
         {(canAck || canResolve) && (
           <Card title="Respond">
             <label for="alert-note">Note</label>

@@ -73,10 +73,11 @@ export function Checks() {
         "page[limit]": q.status === "failing" ? undefined : "50",
         "page[after]": q.after,
         "page[before]": q.before,
-        "filter[check_type]": q.type,
+        "filter[check_type][eq]": q.type,
+        "filter[agent_uid][eq]": q.agent,
       }),
     10_000,
-    [path, q.sort, q.after, q.before, q.type],
+    [path, q.sort, q.after, q.before, q.type, q.agent],
   );
   const ids = (list.data?.rows ?? []).map((r) => r.id).join(",");
   const sparks = usePoll(
@@ -202,7 +203,8 @@ export function CheckDetail(props: { params?: { id?: string } }) {
     [id],
   );
   const alerts = usePoll(
-    () => v2.list("alerts", { "filter[service_check_id]": id, sort: "-triggered_at", "page[limit]": "10" }),
+    () =>
+      v2.list("alerts", { "filter[service_check_id][eq]": id, sort: "-triggered_at", "page[limit]": "10" }),
     10_000,
     [id],
   );

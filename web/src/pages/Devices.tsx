@@ -227,18 +227,20 @@ export function DeviceDetail(props: { uid?: string; params?: { uid?: string } })
     [uid],
   );
   const checks = usePoll(
-    () => v2.list("service-checks", { "filter[device_uid]": uid, "page[limit]": "100" }),
+    () => v2.list("service-checks", { "filter[device_uid][eq]": uid, "page[limit]": "100" }),
     15_000,
     [uid],
   );
   const alerts = usePoll(
-    () => v2.list("alerts", { "filter[device_uid]": uid, sort: "-triggered_at", "page[limit]": "20" }),
+    () => v2.list("alerts", { "filter[device_uid][eq]": uid, sort: "-triggered_at", "page[limit]": "20" }),
     15_000,
     [uid],
   );
-  const ifaces = usePoll(() => v2.list("interfaces", { "filter[device_id]": uid, "page[limit]": "200" }), 0, [
-    uid,
-  ]);
+  const ifaces = usePoll(
+    () => v2.list("interfaces", { "filter[device_id][eq]": uid, "page[limit]": "200" }),
+    0,
+    [uid],
+  );
   const latency = usePoll(
     () =>
       srql(

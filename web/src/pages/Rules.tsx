@@ -1,6 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
-import { v2 } from "../api.ts";
+import { request, v2 } from "../api.ts";
 import { DataTable } from "../components/Table.tsx";
 import { Badge, ErrorNote, Field } from "../components/Ui.tsx";
 import { ago, text } from "../format.ts";
@@ -147,6 +147,7 @@ function KindPanel(props: { kind: Kind }) {
   const manage = can(kind.managePermission);
   return (
     <>
+      {manage && kind.key === "routes" && <QuickRoute onCreated={list.reload} />}
       <ErrorNote error={list.error ?? act.error} />
       <DataTable
         caption={kind.label}
@@ -268,18 +269,31 @@ function KindPanel(props: { kind: Kind }) {
 }
 
 function Channels() {
+  const can = useCan();
+  const manage = can("notifications.channels.manage");
   const list = usePoll(() => v2.list("notification-channels"), 30_000, []);
+  const act = useAction();
+  const [provider, setProvider] = useState("webhook");
+  const [tested, setTested] = useState<Record<string, string>>({});
+  const [open, setOpen] = useState(false);
   return (
     <>
-      <ErrorNote error={list.error} />
+      <ErrorNote error={list.error ?? act.error} />
       <DataTable
         caption="Notification channels"
         rows={list.data?.rows as R[] | undefined}
-        empty="No channels yet."
+        empty="No channels yet. Create one, then a route that sends alerts to it."
         columns={[
           { key: "name", label: "Name" },
           { key: "provider", label: "Provider" },
-          { key: "enabled", label: "Enabled", render: (r) => (r.enabled ? "yes" : "no") },
+          {
+            key: "target",
+            label: "Sends to",
+            render: (r) => {
+              const c = (r.config ?? {}) as Record<string, unknown>;
+              return text(r.provider === "webhook" ? c.url : c.to);
+            },
+          },
           {
             key: "health",
             label: "Delivery",
@@ -292,12 +306,267 @@ function Channels() {
           },
           { key: "last_success_at", label: "Last delivered", render: (r) => ago(r.last_success_at) },
           { key: "last_error", label: "Last error", render: (r) => text(r.last_error) },
+          ...(manage
+            ? [
+                {
+                  key: "actions",
+                  label: "Actions",
+                  render: (r: R) => (
+                    <span class="row-actions">
+                      <button
+                        type="button"
+                        class="small"
+                        onClick={() =>
+                          act.run(async () => {
+                            const res = await request<{
+                              data: { ok: boolean; status: number | null; error: string | null };
+                            }>("POST", `/api/v2/notification-channels/${r.id}/test`, undefined, {
+                              jsonapi: true,
+                            });
+                            setTested({
+                              ...tested,
+                              [r.id]: res.data.ok
+                                ? `delivered (${res.data.status ?? "ok"})`
+                                : `failed: ${res.data.error}`,
+                            });
+                            list.reload();
+                          })
+                        }
+                      >
+                        Send test
+                      </button>
+                      <button
+                        type="button"
+                        class="small"
+                        onClick={() =>
+                          act.run(async () => {
+                            await v2.update(`notification-channels/${r.id}`, "notification-channel", r.id, {
+                              enabled: r.enabled === false,
+                            });
+                            list.reload();
+                          })
+                        }
+                      >
+                        {r.enabled === false ? "Enable" : "Disable"}
+                      </button>
+                      <button
+                        type="button"
+                        class="small danger"
+                        onClick={() => {
+                          if (confirm(`Delete channel ${String(r.name)}? Routes stop sending to it.`))
+                            void act.run(async () => {
+                              await v2.remove(`notification-channels/${r.id}`);
+                              list.reload();
+                            });
+                        }}
+                      >
+                        Delete
+                      </button>
+                      {tested[r.id] && (
+                        <span class="muted" role="status">
+                          {tested[r.id]}
+                        </span>
+                      )}
+                    </span>
+                  ),
+                },
+              ]
+            : []),
         ]}
       />
-      <p class="muted">
-        Channels hold credentials and are created with the CLI:{" "}
-        <code>netmon notifications channel create --name NAME --provider webhook --url URL</code>.
-      </p>
+      {manage && (
+        <details class="inline-form" open={open} onToggle={(e) => setOpen(e.currentTarget.open)}>
+          <summary>New channel</summary>
+          <form
+            class="form"
+            onSubmit={async (e) => {
+              e.preventDefault();
+              const form = e.currentTarget;
+              const f = new FormData(form);
+              const get = (k: string) => String(f.get(k) ?? "").trim();
+              const attrs: Record<string, unknown> = { name: get("name"), provider };
+              if (provider === "webhook") {
+                const config: Record<string, unknown> = { url: get("url") };
+                if (get("authorization")) config.headers = { Authorization: get("authorization") };
+                attrs.config = config;
+                if (get("webhook_secret")) attrs.secret_refs = { webhook_secret: get("webhook_secret") };
+              } else {
+                const smtp: Record<string, unknown> = { host: get("smtp_host") };
+                if (get("smtp_port")) smtp.port = Number(get("smtp_port"));
+                attrs.config = {
+                  to: get("to")
+                    .split(/[\s,]+/)
+                    .filter(Boolean),
+                  from: get("from") || undefined,
+                  smtp,
+                };
+                if (get("smtp_user"))
+                  attrs.secret_refs = { smtp_user: get("smtp_user"), smtp_password: get("smtp_password") };
+              }
+              const saved = await act.run(() =>
+                v2.create("notification-channels", "notification-channel", attrs),
+              );
+              if (saved) {
+                form.reset();
+                setOpen(false);
+                list.reload();
+              }
+            }}
+          >
+            <Field label="Name" name="name" error={act.error}>
+              <input id="f-name" name="name" required />
+            </Field>
+            <Field label="Provider" name="provider" error={act.error}>
+              <select id="f-provider" value={provider} onChange={(e) => setProvider(e.currentTarget.value)}>
+                <option value="webhook">Webhook</option>
+                <option value="email">Email</option>
+              </select>
+            </Field>
+            {provider === "webhook" ? (
+              <>
+                <Field label="URL" name="config" error={act.error}>
+                  <input
+                    id="f-config"
+                    name="url"
+                    type="url"
+                    required
+                    placeholder="https://hooks.example.net/netmon"
+                  />
+                </Field>
+                <Field
+                  label="Authorization header"
+                  name="authorization"
+                  error={act.error}
+                  hint="Optional; write-only"
+                >
+                  <input id="f-authorization" name="authorization" autoComplete="off" />
+                </Field>
+                <Field
+                  label="Signing secret"
+                  name="secret_refs"
+                  error={act.error}
+                  hint="Optional: signs each body (x-netmon-signature)"
+                >
+                  <input
+                    id="f-secret_refs"
+                    name="webhook_secret"
+                    type="password"
+                    autoComplete="new-password"
+                  />
+                </Field>
+              </>
+            ) : (
+              <>
+                <Field label="To" name="config" error={act.error} hint="One or more addresses">
+                  <input id="f-config" name="to" required />
+                </Field>
+                <Field label="From" name="from" error={act.error}>
+                  <input id="f-from" name="from" placeholder="netmon@example.net" />
+                </Field>
+                <Field label="SMTP host" name="smtp_host" error={act.error}>
+                  <input id="f-smtp_host" name="smtp_host" required />
+                </Field>
+                <Field label="SMTP port" name="smtp_port" error={act.error}>
+                  <input id="f-smtp_port" name="smtp_port" inputMode="numeric" placeholder="25" />
+                </Field>
+                <Field label="SMTP user" name="smtp_user" error={act.error}>
+                  <input id="f-smtp_user" name="smtp_user" autoComplete="off" />
+                </Field>
+                <Field label="SMTP password" name="smtp_password" error={act.error}>
+                  <input
+                    id="f-smtp_password"
+                    name="smtp_password"
+                    type="password"
+                    autoComplete="new-password"
+                  />
+                </Field>
+              </>
+            )}
+            <button type="submit" class="primary" disabled={act.busy}>
+              Create channel
+            </button>
+          </form>
+        </details>
+      )}
     </>
+  );
+}
+
+/** "Alerts of severity ≥ X → channels", one call (POST /api/v2/notification-routes/quick). */
+function QuickRoute(props: { onCreated: () => void }) {
+  const channels = usePoll(() => v2.list("notification-channels"), 0, []);
+  const act = useAction();
+  const [open, setOpen] = useState(false);
+  return (
+    <details class="inline-form" open={open} onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Send alerts to a channel</summary>
+      <form
+        class="form"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const form = e.currentTarget;
+          const f = new FormData(form);
+          const attrs: Record<string, unknown> = {
+            name: String(f.get("name") ?? "").trim(),
+            channel_ids: f.getAll("channel_ids").map(String),
+            min_severity: String(f.get("min_severity") ?? "warning"),
+          };
+          const repeat = String(f.get("repeat") ?? "");
+          if (repeat) attrs.repeat_interval_seconds = Number(repeat);
+          const saved = await act.run(() =>
+            request(
+              "POST",
+              "/api/v2/notification-routes/quick",
+              { data: { type: "notification-route", attributes: attrs } },
+              { jsonapi: true },
+            ),
+          );
+          if (saved) {
+            form.reset();
+            setOpen(false);
+            props.onCreated();
+          }
+        }}
+      >
+        <ErrorNote error={act.error} />
+        <Field label="Name" name="name" error={act.error}>
+          <input id="f-qname" name="name" required placeholder="critical to on-call" />
+        </Field>
+        <Field label="Alerts of severity at least" name="min_severity" error={act.error}>
+          <select id="f-min_severity" name="min_severity" defaultValue="warning">
+            <option value="info">info</option>
+            <option value="warning">warning</option>
+            <option value="critical">critical</option>
+          </select>
+        </Field>
+        <fieldset>
+          <legend>Send to</legend>
+          {(channels.data?.rows ?? []).length === 0 && (
+            <p class="muted">Create a channel first (Channels tab).</p>
+          )}
+          {(channels.data?.rows ?? []).map((c) => (
+            <label key={c.id} class="check">
+              <input type="checkbox" name="channel_ids" value={c.id} /> {String(c.name)}
+            </label>
+          ))}
+        </fieldset>
+        <Field
+          label="Repeat"
+          name="repeat_interval_seconds"
+          error={act.error}
+          hint="Until acknowledged or resolved"
+        >
+          <select id="f-repeat_interval_seconds" name="repeat">
+            <option value="">never</option>
+            <option value="300">every 5 minutes</option>
+            <option value="1800">every 30 minutes</option>
+            <option value="3600">every hour</option>
+          </select>
+        </Field>
+        <button type="submit" class="primary" disabled={act.busy}>
+          Create route
+        </button>
+      </form>
+    </details>
   );
 }
