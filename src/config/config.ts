@@ -113,6 +113,15 @@ export const VARIABLES = {
       "How often the embedded agent samples the local host's CPU, memory, disks and processes (e.g. 15s)",
     shownDefault: "15s",
   }),
+  NETMON_UNASSIGNED_CHECKS: v({
+    parse: (raw: string) => {
+      if (raw !== "embedded" && raw !== "any") throw new Error(`must be embedded or any, got '${raw}'`);
+      return raw;
+    },
+    default: "embedded",
+    description:
+      "Where checks with no agent_uid run: embedded (this core's embedded agent, when it runs) or any (whichever agent claims them first)",
+  }),
   NETMON_CHECK_ALLOW_LINK_LOCAL: v({
     parse: bool,
     default: false,
@@ -223,6 +232,7 @@ export interface Config {
   monitoring: {
     heartbeatTimeoutSeconds: number;
     hostMetricsIntervalSeconds: number;
+    unassignedChecks: "embedded" | "any";
     allowLinkLocal: boolean;
     allowCore: boolean;
     customAllowList: string[];
@@ -291,6 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     monitoring: {
       heartbeatTimeoutSeconds: r.NETMON_HEARTBEAT_TIMEOUT,
       hostMetricsIntervalSeconds: r.NETMON_HOST_METRICS_INTERVAL,
+      unassignedChecks: r.NETMON_UNASSIGNED_CHECKS as "embedded" | "any",
       allowLinkLocal: r.NETMON_CHECK_ALLOW_LINK_LOCAL,
       allowCore: r.NETMON_CHECK_ALLOW_CORE,
       customAllowList: r.NETMON_CUSTOM_CHECK_ALLOWLIST,

@@ -30,6 +30,8 @@ export interface DeviceRow extends Row {
   risk_score: number | null;
   is_managed: boolean | null;
   is_available: boolean | null;
+  availability_changed_at?: Date | null;
+  availability_reason?: string | null;
   is_compliant: boolean | null;
   is_trusted: boolean | null;
   gateway_id: string | null;
@@ -83,6 +85,8 @@ export function deviceJson(d: DeviceRow): Record<string, unknown> {
     is_compliant: d.is_compliant,
     is_trusted: d.is_trusted,
     is_available: d.is_available,
+    availability_changed_at: d.availability_changed_at ?? null,
+    availability_reason: d.availability_reason ?? null,
     os: d.os,
     hw_info: d.hw_info,
     network_interfaces: d.network_interfaces,

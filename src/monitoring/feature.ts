@@ -10,6 +10,8 @@ import type { Feature } from "../kernel/feature.ts";
 import { registerControlRoutes } from "./control-routes.ts";
 import { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, markSilent } from "./fleet.ts";
 import { jobSignal, pruneJobs, reapStaleJobs, releaseOrphans } from "./jobs.ts";
+import { clearRecoveredSilenceAlerts, raiseSilenceAlerts } from "./liveness-alerts.ts";
+import { sweepOverdueChecks } from "./overdue.ts";
 import { Agent, inProcessGatewayLink } from "./runtime/agent.ts";
 import { CheckThread } from "./runtime/check-thread.ts";
 import { Gateway } from "./runtime/gateway.ts";
@@ -59,13 +61,18 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
     },
     async start(ctx) {
       const settings = monitoringSettings(ctx.config);
+      const embedded = opts.embedded ?? ctx.config.embeddedAgent;
+      const embeddedId = `embedded-${os.hostname()}`.slice(0, 200);
+      // Placement is explicit (decision 0600): checks with no agent run on this core's embedded
+      // agent, so a remote agent joining never silently takes them over.
+      const defaultAgentUid = embedded && settings.unassignedChecks === "embedded" ? embeddedId : undefined;
       const tick = async () => {
         if (busy || stopped) return;
         busy = true;
         try {
           if (!release) release = await ctx.db.tryAdvisoryLock(SCHEDULER_LOCK_KEY);
           if (!release) return; // another replica leads
-          const r = await scheduleDue(ctx);
+          const r = await scheduleDue(ctx, { defaultAgentUid });
           if (r.jobs > 0) jobSignal(ctx).emit("jobs");
           const now = Date.now();
           if (now - lastReap > 2000) {
@@ -74,7 +81,10 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
           }
           if (now - lastSweep > 10_000) {
             lastSweep = now;
-            await markSilent(ctx, settings.heartbeatTimeoutSeconds);
+            const silent = await markSilent(ctx, settings.heartbeatTimeoutSeconds);
+            await raiseSilenceAlerts(ctx, silent, settings.heartbeatTimeoutSeconds);
+            await clearRecoveredSilenceAlerts(ctx);
+            await sweepOverdueChecks(ctx);
             await releaseOrphans(ctx);
           }
           if (now - lastPrune > 3_600_000) {
@@ -90,8 +100,8 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
       timers.push(setInterval(() => void tick(), opts.tickMs ?? 500));
       for (const t of timers) t.unref();
 
-      if (opts.embedded ?? ctx.config.embeddedAgent) {
-        const id = `embedded-${os.hostname()}`.slice(0, 200);
+      if (embedded) {
+        const id = embeddedId;
         const policyOptions = {
           allowLinkLocal: settings.allowLinkLocal,
           allowCore: settings.allowCore,

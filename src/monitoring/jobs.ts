@@ -14,6 +14,7 @@ import type { Queryable } from "../storage/db.ts";
 import { sql } from "../storage/sql.ts";
 import type { SnmpInterface } from "./checks/snmp-interfaces.ts";
 import { CHECK_STATUSES, type CheckResult, type CheckSpec, FAILING_STATUSES } from "./checks/types.ts";
+import { deriveDeviceAvailability } from "./device-availability.ts";
 import { recordInterfaces } from "./interfaces.ts";
 import {
   canRetry,
@@ -215,6 +216,7 @@ interface CheckRow {
   agent_uid: string | null;
   critical_threshold_ms: number | null;
   consecutive_failures: number;
+  last_result: string | null;
 }
 
 /** A check after its result, with its values before (for raising and clearing alerts). */
@@ -433,6 +435,9 @@ export async function completeJob(
   if (job.metadata?.kind === "sweep") await recordSweep(ctx, job, submission);
   await recordDiscoveredInterfaces(ctx, after, results, submission, job);
   await applyAlerts(ctx, after, results);
+  // Only checks whose result changed can change a device's availability.
+  const moved = after.filter((c) => c.device_uid && c.prev_result !== c.last_result).map((c) => c.device_uid);
+  if (moved.length > 0) await deriveDeviceAvailability(ctx, moved as string[]);
   return { job, recorded };
 }
 
@@ -563,7 +568,7 @@ async function writeResults(ctx: AppContext, items: readonly QueuedResults[]): P
           FROM latest l
           WHERE s.id = ANY(${v.check}::uuid[]) AND s.id = l.check_id
           RETURNING s.id, l.job_id, s.name, s.check_type, s.target, s.port, s.device_uid, s.agent_uid,
-                    s.critical_threshold_ms, s.consecutive_failures
+                    s.critical_threshold_ms, s.consecutive_failures, s.last_result
         ),
         status_rows AS (
           INSERT INTO service_status ("timestamp", service_check_id, device_uid, agent_id, gateway_id, service_name,

@@ -104,7 +104,7 @@ export async function maintainSchedulerTables(
  */
 export async function scheduleDue(
   ctx: AppContext,
-  opts: { batch?: number; limit?: number; maintain?: boolean } = {},
+  opts: { batch?: number; limit?: number; maintain?: boolean; defaultAgentUid?: string } = {},
 ): Promise<TickResult> {
   if (opts.maintain !== false) await maintainSchedulerTables(ctx);
   const now = ctx.now();
@@ -181,8 +181,9 @@ export async function scheduleDue(
         }
         schedule = auto;
       }
-      const key = `${schedule.id}|${d.agent_uid ?? ""}`;
-      const g = groups.get(key) ?? { schedule, agent: d.agent_uid, checks: [] };
+      const agent = d.agent_uid ?? opts.defaultAgentUid ?? null;
+      const key = `${schedule.id}|${agent ?? ""}`;
+      const g = groups.get(key) ?? { schedule, agent, checks: [] };
       g.checks.push(d);
       groups.set(key, g);
     }

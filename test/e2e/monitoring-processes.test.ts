@@ -389,6 +389,15 @@ describe("core, gateway and agent as separate processes", () => {
       return r.doc.data[0]?.attributes.status === "disconnected" ? r.doc.data[0].attributes : null;
     }, "agent-a disconnected");
     expect(disconnected.gateway_id).toBeNull();
+    // Nothing fails silently: the dead agent is an alert, not only a state.
+    const alert = await waitFor(async () => {
+      const r = await api("GET", "/alerts/active");
+      return r.doc.data.find(
+        (a: { attributes: { source_type: string; source_id: string } }) =>
+          a.attributes.source_type === "agent" && a.attributes.source_id === "agent-a",
+      );
+    }, "an alert for the silent agent-a");
+    expect(alert.attributes).toMatchObject({ severity: "critical", title: "Agent agent-a stopped heartbeating" });
     const retried = await waitFor(
       async () => {
         const r = await api("GET", `/poll-jobs/${running.id}`);

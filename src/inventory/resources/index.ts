@@ -79,6 +79,8 @@ export const deviceResource = registerResource(
       is_compliant: f("boolean"),
       is_trusted: ro("boolean"),
       is_available: f("boolean"),
+      availability_changed_at: ro("datetime"),
+      availability_reason: ro("string", { filterable: false }),
       os: ro("object"),
       hw_info: ro("object"),
       network_interfaces: ro("array", { items: "object" }),

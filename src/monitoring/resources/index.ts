@@ -12,6 +12,7 @@ import { mergeCheckSecrets, redactCheckConfig } from "../../kernel/secrets.ts";
 import { compileUserPattern } from "../../kernel/user-pattern.ts";
 import { sql } from "../../storage/sql.ts";
 import { CHECK_STATUSES, CHECK_TYPES } from "../checks/types.ts";
+import { isStale } from "../overdue.ts";
 import { POLL_JOB_STATUSES } from "../poll-job-state.ts";
 import { initialRunAt } from "../scheduler.ts";
 import { TargetPolicy } from "../target-policy.ts";
@@ -155,6 +156,8 @@ export const serviceCheckResource = registerResource(
         computed: (row) => (row.enabled ? (row.next_run_at ?? row.created_at) : null),
       },
       next_run_at: ro("datetime", { public: false, filterable: false }),
+      // No result for three intervals (at least interval + 2 min): the last result is stale.
+      is_stale: { type: "boolean", computed: (row) => isStale(row) },
     },
     defaultSort: "created_at",
     pagination: { styles: ["keyset", "offset"], defaultLimit: 100, maxLimit: 1000 },

@@ -11,6 +11,7 @@ const TONES: Record<string, string> = {
   up: "ok",
   available: "ok",
   warning: "warn",
+  stale: "warn",
   degraded: "warn",
   pending: "warn",
   draining: "warn",

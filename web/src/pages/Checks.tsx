@@ -57,6 +57,8 @@ const CONFIG_FIELDS: Record<
 
 function resultBadge(r: R) {
   if (r.enabled === false) return <Badge value="disabled" />;
+  // Never show an old success as current: an overdue check says so.
+  if (r.is_stale === true) return <Badge value="stale" label={`stale (last: ${String(r.last_result ?? "none")})`} />;
   return (
     <Badge value={r.last_result ?? "pending"} label={r.last_result ? String(r.last_result) : "not run yet"} />
   );

@@ -303,6 +303,11 @@ export function DeviceDetail(props: { uid?: string; params?: { uid?: string } })
       <div class="grid">
         <Card title="Identity">
           <dl class="kv">
+            <dt>Availability</dt>
+            <dd>
+              {availability(d)} {d.availability_changed_at ? `since ${when(d.availability_changed_at)}` : ""}
+              {d.availability_reason ? <div class="muted small">{text(d.availability_reason)}</div> : null}
+            </dd>
             <dt>uid</dt>
             <dd>{text(d.uid)}</dd>
             <dt>IP</dt>
