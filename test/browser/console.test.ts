@@ -148,6 +148,9 @@ describe("operator console (Chromium)", () => {
     const alertLink = page.getByRole("link", { name: /web front is failing/ });
     await alertLink.waitFor({ timeout: 30_000 });
     await alertLink.click();
+    // Silence alerts like this one for an hour; the silence is listed with its reason.
+    await page.getByRole("button", { name: "Silence for 1 hour" }).click();
+    await waitText(page, /Silenced for an hour/);
     await page.fill("#alert-note", "looking into it");
     await page.getByRole("button", { name: "Acknowledge" }).click();
     await waitText(page, /Acknowledged.*by/);
@@ -160,6 +163,10 @@ describe("operator console (Chromium)", () => {
     await page.goto(`${server.url}/alerts?view=resolved`);
     await page.getByRole("link", { name: /web front is failing/ }).waitFor();
     expect(await shownErrors(page)).toEqual([]);
+    await page.goto(`${server.url}/alerts?view=silences`);
+    await page.getByRole("cell", { name: /silenced from alert/ }).waitFor();
+    await page.getByRole("button", { name: "End now" }).click();
+    await page.getByRole("cell", { name: "expired" }).waitFor();
 
     // Notifications: a webhook channel made in the console, test-sent from it.
     await page.goto(`${server.url}/rules?tab=channels`);
@@ -213,6 +220,7 @@ describe("operator console (Chromium)", () => {
   }, async () => {
     const pages = [
       "/alerts?view=resolved",
+      "/alerts?view=silences",
       "/rules?tab=channels",
       "/rules?tab=routes",
       "/",

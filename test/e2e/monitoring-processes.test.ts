@@ -397,7 +397,10 @@ describe("core, gateway and agent as separate processes", () => {
           a.attributes.source_type === "agent" && a.attributes.source_id === "agent-a",
       );
     }, "an alert for the silent agent-a");
-    expect(alert.attributes).toMatchObject({ severity: "critical", title: "Agent agent-a stopped heartbeating" });
+    expect(alert.attributes).toMatchObject({
+      severity: "critical",
+      title: "Agent agent-a stopped heartbeating",
+    });
     const retried = await waitFor(
       async () => {
         const r = await api("GET", `/poll-jobs/${running.id}`);

@@ -222,6 +222,82 @@ describe("notification channels, test-send, quick routes and the delivery log", 
     expect(entry.attempts).toBe(1);
   });
 
+  it("records but does not send the notifications of silenced alerts", async () => {
+    const empty = await v2(admin, "POST", "/alert-silences", {
+      data: {
+        type: "alert-silence",
+        attributes: { matchers: {}, ends_at: new Date(Date.now() + 3_600_000).toISOString(), comment: "x" },
+      },
+    });
+    expect(empty.status).toBe(422);
+    expect(empty.doc.errors[0].source.pointer).toBe("/data/attributes/matchers");
+    const backwards = await v2(admin, "POST", "/alert-silences", {
+      data: {
+        type: "alert-silence",
+        attributes: {
+          matchers: { "alert.severity": "critical" },
+          ends_at: "2020-01-01T00:00:00Z",
+          comment: "x",
+        },
+      },
+    });
+    expect(backwards.status).toBe(422);
+    const viewerTry = await v2(viewer, "POST", "/alert-silences", {
+      data: {
+        type: "alert-silence",
+        attributes: {
+          matchers: { "alert.severity": "critical" },
+          ends_at: "2099-01-01T00:00:00Z",
+          comment: "x",
+        },
+      },
+    });
+    expect(viewerTry.status).toBe(403);
+
+    const silence = await v2(admin, "POST", "/alert-silences", {
+      data: {
+        type: "alert-silence",
+        attributes: {
+          matchers: { field: "alert.title", contains: "maintenance" },
+          ends_at: new Date(Date.now() + 3_600_000).toISOString(),
+          comment: "switch firmware upgrade",
+        },
+      },
+    });
+    expect(silence.status, JSON.stringify(silence.doc)).toBe(201);
+    expect(silence.doc.data.attributes).toMatchObject({
+      state: "active",
+      comment: "switch firmware upgrade",
+    });
+    expect(silence.doc.data.attributes.created_by).toBeTruthy();
+    const silenceId = silence.doc.data.id as string;
+
+    hits.length = 0;
+    const quiet = await v2(admin, "POST", "/alerts", {
+      data: { type: "alert", attributes: { title: "maintenance: core switch reboot", severity: "critical" } },
+    });
+    const loud = await v2(admin, "POST", "/alerts", {
+      data: { type: "alert", attributes: { title: "edge router down", severity: "critical" } },
+    });
+    await waitFor(
+      async () => hits.find((h) => h.body.includes("edge router down")),
+      "the unsilenced alert's webhook",
+    );
+    const log = await waitFor(async () => {
+      const r = await v2(admin, "GET", `/notification-deliveries?filter[alert_id][eq]=${quiet.doc.data.id}`);
+      return r.doc.data?.[0]?.attributes.status === "suppressed" ? r.doc.data[0].attributes : null;
+    }, "the silenced delivery");
+    expect(log.suppression_reason).toBe(`silenced:${silenceId}`);
+    expect(hits.some((h) => h.body.includes("core switch reboot"))).toBe(false);
+    expect(loud.status).toBe(201);
+
+    const expired = await v2(admin, "PATCH", `/alert-silences/${silenceId}/expire`, {
+      data: { type: "alert-silence", id: silenceId },
+    });
+    expect(expired.status, JSON.stringify(expired.doc)).toBe(200);
+    expect(expired.doc.data.attributes.state).toBe("expired");
+  });
+
   it("deletes a channel; its delivery history stays", async () => {
     const del = await v2(admin, "DELETE", `/notification-channels/${channelId}`);
     expect([200, 204]).toContain(del.status);

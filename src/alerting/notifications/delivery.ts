@@ -22,6 +22,8 @@ import {
 } from "../../kernel/net/outbound-policy.ts";
 import { sql } from "../../storage/sql.ts";
 import type { AlertRow } from "../types.ts";
+import { evaluateMatchExpression } from "./match-expression.ts";
+import { alertContext } from "./routing.ts";
 
 export interface DeliveryOptions {
   /** First retry delay; doubles per attempt (default 30 s). */
@@ -342,6 +344,12 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
       updated_at = ${ctx.now()} WHERE id = ${d.id}`);
     return;
   }
+  const silence = await activeSilenceFor(ctx, alert);
+  if (silence) {
+    await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'suppressed',
+      suppression_reason = ${`silenced:${silence.id}`}, next_attempt_at = NULL, updated_at = ${ctx.now()} WHERE id = ${d.id}`);
+    return;
+  }
   const payload = buildPayload(d, alert, await payloadContext(ctx, alert));
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const out =
@@ -427,4 +435,15 @@ export async function sendTestNotification(
     "test notification",
   );
   return { ok: out.ok, status: out.status ?? null, error: out.error ?? null, sent_at: now.toISOString() };
+}
+
+/** The first active silence whose matchers match the alert (silences are few; evaluated here). */
+export async function activeSilenceFor(ctx: AppContext, alert: AlertRow): Promise<{ id: string } | null> {
+  const now = ctx.now();
+  const silences = await ctx.db.many<{ id: string; matchers: unknown }>(
+    sql`SELECT id, matchers FROM alert_silences WHERE starts_at <= ${now} AND ends_at > ${now} ORDER BY ends_at DESC LIMIT 1000`,
+  );
+  if (silences.length === 0) return null;
+  const context = alertContext(alert);
+  return silences.find((s) => evaluateMatchExpression(s.matchers, context)) ?? null;
 }

@@ -2,3 +2,4 @@
 import "./alerts.ts";
 import "./notifications.ts";
 import "./rules.ts";
+import "./silences.ts";

@@ -215,7 +215,7 @@ export const serviceCheckResource = registerResource(
         // "Run now": the scheduler's next tick picks the check up; its result arrives like any other.
         name: "run",
         path: "/run",
-        access: { permission: "services.update" },
+        access: { permission: "services.run" },
         summary: "Run the check now (due at once; the result arrives within a scheduler tick)",
         set: (_input, c, _actor, record) => {
           if (record?.enabled !== true) {

@@ -58,7 +58,8 @@ const CONFIG_FIELDS: Record<
 function resultBadge(r: R) {
   if (r.enabled === false) return <Badge value="disabled" />;
   // Never show an old success as current: an overdue check says so.
-  if (r.is_stale === true) return <Badge value="stale" label={`stale (last: ${String(r.last_result ?? "none")})`} />;
+  if (r.is_stale === true)
+    return <Badge value="stale" label={`stale (last: ${String(r.last_result ?? "none")})`} />;
   return (
     <Badge value={r.last_result ?? "pending"} label={r.last_result ? String(r.last_result) : "not run yet"} />
   );
@@ -241,20 +242,22 @@ export function CheckDetail(props: { params?: { id?: string } }) {
         <h1>{text(c.name)}</h1>
         {resultBadge(c)}
         <div class="spacer" />
+        {can("services.run") && (
+          <button
+            type="button"
+            disabled={act.busy || !c.enabled}
+            onClick={() =>
+              act.run(async () => {
+                await v2.update(`service-checks/${id}/run`, "service-check", id);
+                check.reload();
+              })
+            }
+          >
+            Run now
+          </button>
+        )}
         {can("services.update") && (
           <>
-            <button
-              type="button"
-              disabled={act.busy || !c.enabled}
-              onClick={() =>
-                act.run(async () => {
-                  await v2.update(`service-checks/${id}/run`, "service-check", id);
-                  check.reload();
-                })
-              }
-            >
-              Run now
-            </button>
             <a class="button" href={`/checks/${id}/edit`}>
               Edit
             </a>
