@@ -207,6 +207,21 @@ describe("operator console (Chromium)", () => {
     expect(me.body.auth_method).toBe("api_token");
     await waitText(page, "ci script");
 
+    // Session expiry mid-session: the next API call answers 401, the console goes to sign-in
+    // and, after signing in again, back to the same view.
+    await page.goto(`${server.url}/fleet`);
+    await page.getByRole("heading", { name: "Gateways and agents" }).waitFor();
+    const session = (await context.cookies()).find((c) => c.name === "netmon_session");
+    expect(session).toBeDefined();
+    await context.clearCookies({ name: "netmon_session" });
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Checks" }).click();
+    await page.waitForURL(/\/users\/log-in\?return_to=%2Fchecks/);
+    await page.fill("#email", EMAIL);
+    await page.fill("#password", PASSWORD);
+    await page.click("button[type=submit]");
+    await page.waitForURL((u) => u.pathname === "/checks");
+    await page.getByRole("heading", { name: "Checks" }).waitFor();
+
     // Sign out: the session is gone and the console sends us back to sign in.
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.waitForURL(/\/users\/log-in/);

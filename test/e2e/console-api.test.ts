@@ -123,6 +123,28 @@ describe("console API additions", () => {
     expect(forbidden.status).toBe(403);
   });
 
+  it("refuses a check linked to a device that does not exist", async () => {
+    const bad = await call(
+      operator,
+      "POST",
+      "/api/v2/service-checks",
+      {
+        data: {
+          type: "service-check",
+          attributes: {
+            name: "ghost link",
+            check_type: "ping",
+            target: "127.0.0.1",
+            device_uid: "sr:no-such-device",
+          },
+        },
+      },
+      J,
+    );
+    expect(bad.status).toBe(422);
+    expect(bad.body.errors[0].source.pointer).toBe("/data/attributes/device_uid");
+  });
+
   it("tells an admin about the instance, and nobody else", async () => {
     const info = await call(admin, "GET", "/api/admin/instance");
     expect(info.status).toBe(200);

@@ -23,7 +23,10 @@ describe("SRQL POST /api/query", () => {
 
   beforeAll(async () => {
     // Many requests from one IP: raise the shared api_default budget for this suite.
-    server = await startTestServer({ env: { NETMON_RATE_LIMIT_API_DEFAULT: "10000/60" } });
+    // The seeded fleet is minutes old: a 60 s heartbeat timeout would mark it silent and alert.
+    server = await startTestServer({
+      env: { NETMON_RATE_LIMIT_API_DEFAULT: "10000/60", NETMON_HEARTBEAT_TIMEOUT: "1h" },
+    });
     seed = await seedAll(server.db);
     admin = await tokenFor(server, "admin");
     viewer = await tokenFor(server, "viewer");

@@ -228,8 +228,23 @@ export const serviceCheckResource = registerResource(
       },
     ],
     hooks: {
-      beforeCreate: (c, _actor, input) =>
-        validateCheck(input, null, c.app.config.monitoring?.allowLinkLocal ?? false),
+      beforeCreate: async (c, _actor, input) => {
+        validateCheck(input, null, c.app.config.monitoring?.allowLinkLocal ?? false);
+        // A link to a device that does not exist would never show on any device (issue 13).
+        if (typeof input.device_uid === "string" && input.device_uid !== "") {
+          const found = await c.tx.one(
+            sql`SELECT 1 FROM devices WHERE uid = ${input.device_uid} AND deleted_at IS NULL`,
+          );
+          if (!found) {
+            throw new ValidationError(
+              `device_uid '${input.device_uid}' does not reference an existing device`,
+              {
+                source: { pointer: "/data/attributes/device_uid" },
+              },
+            );
+          }
+        }
+      },
       beforeUpdate: (_c, _actor, before, input) => {
         if (input.config !== undefined) input.config = mergeCheckSecrets(input.config, before.config);
       },
