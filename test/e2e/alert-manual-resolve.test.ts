@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "../../src/storage/sql.ts";
 import { authHeaders, tokenFor } from "../helpers/auth.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 /**
  * Issue 13 (alert lifecycle): resolving an alert by hand while its check still fails does not
@@ -16,20 +17,6 @@ async function freePort(): Promise<number> {
   const port = (s.address() as net.AddressInfo).port;
   await new Promise<void>((r) => s.close(() => r()));
   return port;
-}
-
-async function waitFor<T>(
-  fn: () => Promise<T | null | undefined | false>,
-  what: string,
-  ms = 30_000,
-): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 describe("manual resolve of a still-failing check", () => {

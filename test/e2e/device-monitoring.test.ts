@@ -2,6 +2,7 @@ import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authHeaders, tokenFor } from "../helpers/auth.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 /** A device's availability follows its checks (issue 13): up with a passing check, down with the reason. */
 let server: TestServer;
@@ -18,20 +19,6 @@ async function call(method: string, path: string, body?: unknown, type = "applic
   });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
-async function waitFor<T>(
-  fn: () => Promise<T | undefined | null | false>,
-  what: string,
-  ms = 30_000,
-): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 beforeAll(async () => {

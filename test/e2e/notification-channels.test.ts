@@ -3,6 +3,7 @@ import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authHeaders, tokenFor } from "../helpers/auth.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 /**
  * Notifications an operator can wire and watch (issue 13): channels as a v2 resource with
@@ -31,20 +32,6 @@ async function v2(token: string, method: string, path: string, body?: unknown) {
   });
   const text = await res.text();
   return { status: res.status, doc: text ? JSON.parse(text) : null };
-}
-
-async function waitFor<T>(
-  fn: () => Promise<T | undefined | null | false>,
-  what: string,
-  ms = 20_000,
-): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
 }
 
 beforeAll(async () => {
