@@ -5,6 +5,7 @@ import { healthFeature } from "./http/routes/health.ts";
 import { createInventoryFeature } from "./inventory/feature.ts";
 import { jsonapiFeature } from "./jsonapi/feature.ts";
 import type { Feature } from "./kernel/feature.ts";
+import { createMcpFeature } from "./mcp/feature.ts";
 import { createMonitoringFeature } from "./monitoring/feature.ts";
 import { srqlFeature } from "./srql/feature.ts";
 import { createTelemetryFeature } from "./telemetry/feature.ts";
@@ -23,6 +24,7 @@ export function allFeatures(): Feature[] {
     createMonitoringFeature(),
     alertingFeature(),
     createTelemetryFeature(),
+    createMcpFeature(),
     createConsoleFeature(),
   ];
 }

@@ -61,6 +61,8 @@ function budgetFor(ctx: AppContext, scope: RateLimitScope): Budget | null {
       return ctx.config.rateLimitAdmin;
     case "control":
       return ctx.config.rateLimitControl;
+    case "mcp":
+      return ctx.config.rateLimitMcp;
     default:
       return null;
   }
@@ -198,7 +200,9 @@ async function applyBudget(
   const subject =
     scope === "control" && actor
       ? `cred:${actor.tokenJti ?? actor.sessionId ?? actor.id}`
-      : `ip:${request.ip}`;
+      : scope === "mcp" && actor
+        ? `ip:${request.ip}:${actor.tokenJti ?? actor.id}`
+        : `ip:${request.ip}`;
   let decision: Awaited<ReturnType<RateLimiter["consume"]>>;
   try {
     decision = await limiter.consume(scope, subject, budget);

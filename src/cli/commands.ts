@@ -1,6 +1,7 @@
 import { tokensCommand, usersCommand } from "../access/cli.ts";
 import { notificationsCommand } from "../alerting/cli.ts";
 import { devicesCommand } from "../inventory/cli.ts";
+import { mcpCommand } from "../mcp/cli.ts";
 import { agentCommand, gatewayCommand } from "../monitoring/cli.ts";
 import { queryCommand } from "../srql/cli.ts";
 import type { Command } from "./command.ts";
@@ -18,4 +19,5 @@ export const COMMANDS: Command[] = [
   gatewayCommand,
   agentCommand,
   notificationsCommand,
+  mcpCommand,
 ];

@@ -83,6 +83,22 @@ export const VARIABLES = {
     description: "Request budget of each gateway/agent credential on control-plane routes",
     shownDefault: "600/60s",
   }),
+  NETMON_RATE_LIMIT_MCP: v({
+    parse: rate,
+    default: { requests: 60, windowSeconds: 60 },
+    description: "Request budget of /mcp per client IP and token (MCP tool calls)",
+    shownDefault: "60/60s",
+  }),
+  NETMON_MCP_TOKEN: v({
+    parse: (s: string) => s,
+    description: "netmon mcp (stdio bridge): the bearer token, with the mcp scope, it presents to the server",
+    secret: true,
+  }),
+  NETMON_MCP_ENABLED: v({
+    parse: bool,
+    default: true,
+    description: "Serve the MCP endpoint /mcp (usable only with bearer tokens carrying the mcp scope)",
+  }),
   NETMON_RATE_LIMIT_AUTH_FAILURES: v({
     parse: rate,
     default: { requests: 60, windowSeconds: 60 },
@@ -227,6 +243,9 @@ export interface Config {
   rateLimitAdmin: Rate;
   rateLimitControl: Rate;
   rateLimitAuthFailures: Rate;
+  rateLimitMcp: Rate;
+  mcpEnabled: boolean;
+  mcpToken: string | undefined;
   redisUrl: string | undefined;
   embeddedAgent: boolean;
   monitoring: {
@@ -295,6 +314,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitApiDefault: r.NETMON_RATE_LIMIT_API_DEFAULT,
     rateLimitAdmin: r.NETMON_RATE_LIMIT_ADMIN,
     rateLimitControl: r.NETMON_RATE_LIMIT_CONTROL,
+    rateLimitMcp: r.NETMON_RATE_LIMIT_MCP,
+    mcpEnabled: r.NETMON_MCP_ENABLED,
+    mcpToken: r.NETMON_MCP_TOKEN,
     rateLimitAuthFailures: r.NETMON_RATE_LIMIT_AUTH_FAILURES,
     redisUrl: r.REDIS_URL,
     embeddedAgent: r.NETMON_EMBEDDED_AGENT,

@@ -94,6 +94,11 @@ function documentedShape(path: string, s: Sent): boolean {
   if (path.startsWith("/api/v2")) {
     return s.contentType.startsWith("application/vnd.api+json") && Array.isArray(obj.errors);
   }
+  // MCP answers transport and protocol errors as JSON-RPC error objects (its specification).
+  if (path === "/mcp" && obj.jsonrpc === "2.0") {
+    const e = obj.error as Record<string, unknown> | undefined;
+    return typeof e?.code === "number" && typeof e.message === "string";
+  }
   return typeof obj.error === "string" || Array.isArray(obj.errors);
 }
 
@@ -152,6 +157,7 @@ describe("hostile input (every operation × hostile corpus × anonymous/viewer/o
         method: op.method,
         headers: {
           ...headers[who],
+          ...op.headers,
           ...(init.body !== undefined ? { "content-type": op.contentType } : {}),
           ...init.headers,
         },

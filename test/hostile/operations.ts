@@ -22,6 +22,8 @@ export interface Operation {
   /** A plausible body to mutate (undefined: the operation takes none). */
   baseline?: unknown;
   contentType: string;
+  /** Headers every request of this operation carries (e.g. MCP's Accept). */
+  headers?: Record<string, string>;
 }
 
 type Schema = Record<string, unknown>;
@@ -139,6 +141,28 @@ export function operationsFrom(docs: Doc[], routes: readonly RouteRecord[]): Ope
     for (const q of ["limit", "q", "cursor"]) slots.push({ in: "query", name: q });
     const hasBody = !["GET", "DELETE"].includes(route.method);
     let baseline: unknown;
+    if (route.url === "/mcp" && route.method === "POST") {
+      // MCP: a real tool call, so hostile values reach the tool arguments, not just the transport.
+      baseline = {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "device_lookup", arguments: { search: "x" } },
+      };
+      for (const p of [["method"], ["id"], ["params", "name"], ["params", "arguments", "search"]]) {
+        slots.push({ in: "body", name: p.join("."), path: p });
+      }
+      ops.push({
+        method: route.method,
+        template: route.url,
+        route,
+        slots,
+        baseline,
+        contentType: "application/json",
+        headers: { accept: "application/json, text/event-stream" },
+      });
+      continue;
+    }
     if (hasBody) {
       baseline = { name: "x", query: "in:devices", email: "a@b.c", password: "x", target: "x", limit: 1 };
       for (const k of Object.keys(baseline as object)) slots.push({ in: "body", name: k, path: [k] });
