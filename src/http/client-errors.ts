@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { AppError } from "../kernel/errors.ts";
-import { errorStyleFor, JSONAPI_MEDIA_TYPE, jsonApiBody, plainBody } from "./errors.ts";
+import { errorBody, errorStyleFor, JSONAPI_MEDIA_TYPE } from "./errors.ts";
 
 /**
  * Errors Node's HTTP parser raises before Fastify sees a request (over-long request line or
@@ -28,8 +28,9 @@ export function clientErrorHandler(error: Error, socket: Socket): void {
   const raw = Buffer.isBuffer(err.rawPacket) ? err.rawPacket : Buffer.alloc(0);
   const firstLine = raw.subarray(0, 2048).toString("latin1").split("\r\n")[0] ?? "";
   const path = /^[A-Z]+ (\S+)/.exec(firstLine)?.[1] ?? "";
-  const jsonapi = errorStyleFor(path) === "jsonapi";
-  const body = JSON.stringify(jsonapi ? jsonApiBody(appError) : plainBody(appError));
+  const style = errorStyleFor(path);
+  const jsonapi = style === "jsonapi";
+  const body = JSON.stringify(errorBody(style, appError));
   socket.end(
     `HTTP/1.1 ${appError.status} ${appError.title}\r\n` +
       `content-type: ${jsonapi ? JSONAPI_MEDIA_TYPE : "application/json; charset=utf-8"}\r\n` +

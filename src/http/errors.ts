@@ -12,14 +12,19 @@ import { DbError, isDiskFull } from "../storage/db-error.ts";
 
 export const JSONAPI_MEDIA_TYPE = "application/vnd.api+json";
 
-export type ErrorStyle = "plain" | "jsonapi";
+export type ErrorStyle = "plain" | "jsonapi" | "query";
 
-/** `/api/v2` speaks JSON:API; everything else answers `{error, message}`. */
+/**
+ * `/api/v2` speaks JSON:API; `POST /api/query` answers `{"error": "<message>"}` (spec 4.2 and
+ * 7.2: its `error` member is the message, with the machine code beside it as `code`);
+ * everything else answers `{error: <code>, message}`.
+ */
 export function errorStyleFor(url: string): ErrorStyle {
-  return url === "/api/v2" || url.startsWith("/api/v2/") || url.startsWith("/api/v2?") ? "jsonapi" : "plain";
+  if (url === "/api/v2" || url.startsWith("/api/v2/") || url.startsWith("/api/v2?")) return "jsonapi";
+  if (url === "/api/query" || url.startsWith("/api/query?")) return "query";
+  return "plain";
 }
 
-/** Translate framework errors (parser, limits, schema validation) into typed app errors. */
 export function toAppError(err: unknown): AppError | null {
   if (isAppError(err)) return err;
   const e = err as FastifyError & {
@@ -90,6 +95,18 @@ export function plainBody(err: AppError): Record<string, unknown> {
   return { error: err.code, message: err.message, ...err.extra };
 }
 
+/** Spec 7.2's shape. A 429 keeps the shape spec 7.3 gives every route (`error: "rate_limited"`). */
+export function queryBody(err: AppError): Record<string, unknown> {
+  if (err.status === 429) return plainBody(err);
+  return { ...err.extra, error: err.message, code: err.code };
+}
+
+/** The body of an error in a route's style (plain and query styles are JSON). */
+export function errorBody(style: ErrorStyle, err: AppError): Record<string, unknown> {
+  if (style === "jsonapi") return jsonApiBody(err);
+  return style === "query" ? queryBody(err) : plainBody(err);
+}
+
 export function jsonApiBody(err: AppError, requestId?: string): Record<string, unknown> {
   const item: Record<string, unknown> = {
     status: String(err.status),
@@ -107,10 +124,11 @@ export function jsonApiBody(err: AppError, requestId?: string): Record<string, u
 export function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
   for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
   reply.code(err.status);
-  if (errorStyleFor(request.url) === "jsonapi") {
+  const style = errorStyleFor(request.url);
+  if (style === "jsonapi") {
     return reply.type(JSONAPI_MEDIA_TYPE).send(jsonApiBody(err));
   }
-  return reply.type("application/json; charset=utf-8").send(plainBody(err));
+  return reply.type("application/json; charset=utf-8").send(errorBody(style, err));
 }
 
 /** The single error → response mapping. Unknown errors become a 500 carrying only the request id. */

@@ -56,7 +56,7 @@ describe("hostile input answers 4xx in the documented shape", () => {
       body: JSON.stringify({ query: "in:devices hostname:a\u0000" }),
     });
     expect(srql.status).toBe(400);
-    expect(((await srql.json()) as { error: string }).error).toBe("invalid_character");
+    expect(((await srql.json()) as { code: string }).code).toBe("invalid_character");
     const search = await server.fetch("/api/devices?search=%00", { headers: operator });
     expect(search.status).toBe(400);
   });
@@ -87,7 +87,7 @@ describe("hostile input answers 4xx in the documented shape", () => {
       body: '{"query":"in:devices","limit":9007199254740993}',
     });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: string }).error).toBe("unsafe_integer");
+    expect(((await res.json()) as { code: string }).code).toBe("unsafe_integer");
     const v2res = await v2("/api/v2/stateful-alert-rules", {
       method: "POST",
       body: '{"data":{"type":"stateful-alert-rule","attributes":{"name":"r","priority":9007199254740993}}}',
@@ -119,7 +119,7 @@ describe("hostile input answers 4xx in the documented shape", () => {
       body: deep,
     });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: string }).error).toBe("too_deep");
+    expect(((await res.json()) as { code: string }).code).toBe("too_deep");
   });
 
   it("refuses tampered and foreign v2 cursors", async () => {

@@ -224,7 +224,15 @@ describe("/api/v2/interfaces and interface settings/rules", () => {
       viewer,
     );
     expect(lookup.status).toBe(200);
-    expect(lookup.body.data.map((s: { id: string }) => s.id)).toEqual([id]);
+    // One interface's settings: a single resource document, not a collection (issue 20).
+    expect(lookup.body.data).toMatchObject({ type: "interface_setting", id });
+    const none = await v2(
+      "GET",
+      `/interface-settings/by-interface/${encodeURIComponent(uids[0] as string)}/${encodeURIComponent("ge-9/9/9")}`,
+      viewer,
+    );
+    expect(none.status).toBe(404);
+    expect(none.body.errors?.[0]?.status).toBe("404");
     const patched = await v2("PATCH", `/interface-settings/${id}`, operator, {
       data: {
         type: "interface_setting",

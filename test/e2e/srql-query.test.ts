@@ -281,13 +281,13 @@ describe("SRQL POST /api/query", () => {
       ]) {
         const r = await post({ query });
         expect(r.status, query).toBe(400);
-        expect(String(r.body.message), query).toContain(msg);
+        expect(String(r.body.error), query).toContain(msg);
       }
     });
   });
 
   describe("errors", () => {
-    it("invalid bodies are 400 {error, message}", async () => {
+    it("invalid bodies are 400 {error: <message>} (spec 7.2)", async () => {
       for (const body of [
         {},
         { query: "" },
@@ -297,22 +297,23 @@ describe("SRQL POST /api/query", () => {
       ]) {
         const r = await post(body);
         expect(r.status).toBe(400);
-        expect(r.body.error).toBe("invalid_request");
+        expect(r.body.code).toBe("invalid_request");
       }
+      // Spec 4.2/7.2: the error member is the message itself.
       const r = await post({});
-      expect(r.body.message).toBe("missing required field: query");
+      expect(r.body).toEqual({ error: "missing required field: query", code: "invalid_request" });
     });
     it("parse and plan errors name the token and its position", async () => {
       const r = await post({ query: "in:logs severty:error" });
       expect(r.status).toBe(400);
-      expect(r.body.message).toContain("unsupported filter field 'severty'");
-      expect(r.body.message).toContain("position 9");
-      expect(r.body).toMatchObject({ error: "invalid_query", token: "severty:error", position: 9 });
+      expect(r.body.error).toContain("unsupported filter field 'severty'");
+      expect(r.body.error).toContain("position 9");
+      expect(r.body).toMatchObject({ code: "invalid_query", token: "severty:error", position: 9 });
       const e = await post({ query: "in:nothing" });
-      expect(e.body.message).toContain("unsupported entity 'nothing'");
+      expect(e.body.error).toContain("unsupported entity 'nothing'");
       const s = await post({ query: "in:devices sort:nope:desc" });
       expect(s.status).toBe(400);
-      expect(s.body.message).toContain("unsupported sort field 'nope'");
+      expect(s.body.error).toContain("unsupported sort field 'nope'");
     });
     it("stats supports only count() and allowed group fields", async () => {
       const cases: [string, string][] = [
@@ -332,7 +333,7 @@ describe("SRQL POST /api/query", () => {
       for (const [query, msg] of cases) {
         const r = await post({ query });
         expect(r.status, query).toBe(400);
-        expect(String(r.body.message), query).toContain(msg);
+        expect(String(r.body.error), query).toContain(msg);
       }
     });
     it("a device uid list requires limit <= 200; lists hold at most 200 values", async () => {
@@ -342,22 +343,22 @@ describe("SRQL POST /api/query", () => {
       expect((ok.body.results as Row[]).length).toBe(2);
       const over = await post({ query: `in:devices uid:(${uids})`, limit: 201 });
       expect(over.status).toBe(400);
-      expect(String(over.body.message)).toContain("limit <= 200");
+      expect(String(over.body.error)).toContain("limit <= 200");
       const logs = await post({ query: `in:logs device_id:(${uids}) limit:500` });
       expect(logs.status).toBe(400);
       const many = Array.from({ length: 201 }, (_, i) => `h${i}`).join(",");
       const big = await post({ query: `in:devices hostname:(${many})` });
       expect(big.status).toBe(400);
-      expect(String(big.body.message)).toContain("list filters support at most 200 values");
+      expect(String(big.body.error)).toContain("list filters support at most 200 values");
     });
     it("time ranges are bounded", async () => {
       const r = await post({ query: "in:cpu_metrics time:last_1y" });
       expect(r.status).toBe(400);
-      expect(String(r.body.message)).toContain("time range cannot exceed 90 days");
+      expect(String(r.body.error)).toContain("time range cannot exceed 90 days");
       // Stats and downsampling over metrics may cover 395 days.
       const long = await post({ query: "in:cpu_metrics time:last_400d stats:count()" });
       expect(long.status).toBe(400);
-      expect(String(long.body.message)).toContain("time range cannot exceed 395 days");
+      expect(String(long.body.error)).toContain("time range cannot exceed 395 days");
       const ok = await post({ query: "in:cpu_metrics time:last_1y stats:count()" });
       expect(ok.status).toBe(200);
       const logs = await post({ query: "in:logs time:last_1y stats:count()" });
@@ -384,8 +385,8 @@ describe("SRQL POST /api/query", () => {
       const r = await post({ query: "in:logs" }, token);
       expect(r.status).toBe(403);
       expect(r.body).toEqual({
-        error: "forbidden",
-        message: "You do not have permission to query this entity",
+        error: "You do not have permission to query this entity",
+        code: "forbidden",
       });
       expect((await post({ query: "in:devices" }, token)).status).toBe(200);
       expect((await post({ query: "in:devices" }, viewer)).status).toBe(200);
@@ -477,12 +478,12 @@ describe("SRQL POST /api/query", () => {
       ]) {
         const r = await post({ query: "in:devices", limit: 2, cursor });
         expect(r.status).toBe(400);
-        expect(r.body.error).toBe("invalid_cursor");
-        expect(r.body.message).toBe(msg);
+        expect(r.body.code).toBe("invalid_cursor");
+        expect(r.body.error).toBe(msg);
       }
       const other = await post({ query: "in:devices is_available:true", limit: 2, cursor: c });
       expect(other.status).toBe(400);
-      expect(other.body.message).toBe("cursor does not belong to this query");
+      expect(other.body.error).toBe("cursor does not belong to this query");
       const onStats = await post({ query: "in:devices by:type", cursor: c });
       expect(onStats.status).toBe(400);
       const inText = await post({ query: `in:devices cursor:${c}` });

@@ -58,7 +58,8 @@ function problemOf(status: number, body: unknown, retryAfter?: number): ApiProbl
       const pos = b.position;
       return {
         status,
-        code: b.error,
+        // POST /api/query answers {error: <message>, code} (spec 7.2); other routes {error: <code>, message}.
+        code: typeof b.code === "string" ? b.code : b.error,
         message: msg + (typeof pos === "number" ? ` (at ${pos})` : ""),
         fields,
         retryAfter,

@@ -387,9 +387,9 @@ export const interfaceSettingResource = registerResource(
       {
         name: "by_interface",
         path: "/by-interface/:device_id/:interface_uid",
-        summary: "Settings of one interface (a list of at most one)",
-        paginate: false,
-        maxRows: 1,
+        // The settings of one interface: a single resource document, 404 when none (issue 20).
+        summary: "Settings of one interface (404 when it has none)",
+        single: true,
         where: ({ col, params }) =>
           sql`${col("device_id")} = ${params.device_id} AND ${col("interface_uid")} = ${params.interface_uid}`,
       },
