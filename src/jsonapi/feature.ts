@@ -37,7 +37,8 @@ function retiredPaths(): ExtraPath[] {
   return Object.entries(RETIRED_ROUTES).map(([route, entity]) => ({
     method: "get" as const,
     path: `/${route}`,
-    tag: "retired-sysmon",
+    // One tag per resource family, as the original document tags them (issue 20).
+    tag: route,
     operationId: `retired_${route}`,
     summary: `Retired: use POST /api/query with SRQL 'in:${entity}'`,
     description: "Always answers 410 Gone with an errors document naming the replacement.",
@@ -55,6 +56,17 @@ function buildDocument(): Record<string, unknown> {
       operationId: "open_api",
       summary: "This OpenAPI document",
       status: 200,
+      // An OpenAPI document, not a JSON:API one: served and declared as application/json.
+      mediaType: "application/json",
+    },
+    {
+      method: "get",
+      path: "/device-cleanup-settings",
+      tag: "device_cleanup_settings",
+      operationId: "device_cleanup_settings_singleton",
+      summary: "The device cleanup settings (a singleton, created with defaults on first read)",
+      status: 200,
+      documentOf: "device_cleanup_settings",
     },
   ];
   return buildOpenApi(routeSpecs(allResources()), extra);
@@ -138,7 +150,8 @@ export async function registerJsonApi(app: FastifyInstance, ctx: AppContext): Pr
   );
 
   const dir = swaggerDir();
-  const page = { config: { access: { public: true }, rateLimit: "none" } } as const;
+  // The same rule as the document it loads (spec 4.1: "from an authenticated deployment").
+  const page = { config: { access: { authenticated: true }, rateLimit: "none" } } as const;
   app.get(`${PREFIX}/swaggerui`, page, async (_request, reply) =>
     // Swagger UI sets inline styles from its bundle; scripts stay 'self' only.
     reply.type("text/html; charset=utf-8").header("content-security-policy", SWAGGER_CSP).send(SWAGGER_HTML),

@@ -38,8 +38,10 @@ describe("smaller hardening", () => {
   });
 
   it("sends CSP, frame-ancestors and nosniff on HTML pages, with no inline script or style", async () => {
+    const signedIn = authHeaders(await tokenFor(server, "viewer"));
     for (const path of ["/users/log-in", "/api/v2/swaggerui"]) {
-      const res = await server.fetch(path);
+      // Swagger UI needs authentication, like the document it loads (issue 20).
+      const res = await server.fetch(path, { headers: path === "/users/log-in" ? {} : signedIn });
       expect(res.status, path).toBe(200);
       const csp = res.headers.get("content-security-policy") ?? "";
       expect(csp, path).toContain("frame-ancestors 'none'");

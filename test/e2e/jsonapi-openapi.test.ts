@@ -6,6 +6,7 @@
 import SwaggerParser from "@apidevtools/swagger-parser";
 import createClient from "openapi-fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listRoutes } from "../../src/access/registry.ts";
 import { tokenFor } from "../helpers/auth.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import type { paths } from "./generated/jsonapi-v2.d.ts";
@@ -58,6 +59,15 @@ describe("v2 OpenAPI document", () => {
       expect(server.app.hasRoute({ method: method as "GET", url }), entry).toBe(true);
       registered.add(entry);
     }
+    // And the other way round: every served v2 route is in the document (issue 20).
+    const served = listRoutes(server.app).filter(
+      (r) => r.url.startsWith("/api/v2/") && !r.url.startsWith("/api/v2/swaggerui") && r.method !== "HEAD",
+    );
+    expect(served.length).toBeGreaterThan(100);
+    for (const r of served) {
+      const key = `${r.method} ${r.url.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`;
+      expect(documented.has(key), `${key} is served but not documented`).toBe(true);
+    }
     for (const must of [
       "GET /api/v2/gateways",
       "POST /api/v2/gateways",
@@ -70,6 +80,7 @@ describe("v2 OpenAPI document", () => {
       "GET /api/v2/logs",
       "GET /api/v2/capacity_forecasts",
       "GET /api/v2/cpu_metrics",
+      "GET /api/v2/device-cleanup-settings",
     ]) {
       expect(documented.has(must), must).toBe(true);
     }
@@ -99,16 +110,27 @@ describe("v2 OpenAPI document", () => {
     expect(page.schema.properties.limit.maximum).toBe(1000);
   });
 
-  it("serves Swagger UI from the swagger-ui-dist package", async () => {
-    const page = await server.fetch("/api/v2/swaggerui");
+  it("is served as application/json, as it declares itself", async () => {
+    const res = await server.fetch("/api/v2/open_api", { headers: { authorization: `Bearer ${token}` } });
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    const self = (
+      doc.paths as Record<string, Record<string, { responses: Record<string, { content: object }> }>>
+    )["/api/v2/open_api"]?.get;
+    expect(Object.keys(self?.responses["200"]?.content ?? {})).toEqual(["application/json"]);
+  });
+
+  it("serves Swagger UI under the same rule as the document", async () => {
+    expect((await server.fetch("/api/v2/swaggerui")).status).toBe(401);
+    const auth = { headers: { authorization: `Bearer ${token}` } };
+    const page = await server.fetch("/api/v2/swaggerui", auth);
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toContain("swagger-ui-bundle.js");
-    const js = await server.fetch("/api/v2/swaggerui/swagger-ui-bundle.js");
+    const js = await server.fetch("/api/v2/swaggerui/swagger-ui-bundle.js", auth);
     expect(js.status).toBe(200);
     expect((await js.text()).length).toBeGreaterThan(100_000);
-    expect((await server.fetch("/api/v2/swaggerui/init.js")).status).toBe(200);
-    expect((await server.fetch("/api/v2/swaggerui/package.json")).status).toBe(404);
+    expect((await server.fetch("/api/v2/swaggerui/init.js", auth)).status).toBe(200);
+    expect((await server.fetch("/api/v2/swaggerui/package.json", auth)).status).toBe(404);
   });
 
   it("a client generated from the document drives gateways end to end", async () => {

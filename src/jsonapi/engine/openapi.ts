@@ -30,6 +30,10 @@ export interface ExtraPath {
   description?: string;
   status: number;
   public?: boolean;
+  /** Response media type (default application/vnd.api+json). */
+  mediaType?: string;
+  /** Success body is a single-resource document of this resource type. */
+  documentOf?: string;
 }
 
 function ref(name: string): Schema {
@@ -347,7 +351,19 @@ export function buildOpenApi(
       responses: {
         [String(e.status)]: {
           description: e.summary,
-          content: { [MEDIA]: { schema: e.status >= 400 ? ref("errors") : { type: "object" } } },
+          content: {
+            [e.mediaType ?? MEDIA]: {
+              schema:
+                e.status >= 400
+                  ? ref("errors")
+                  : e.documentOf
+                    ? {
+                        type: "object",
+                        properties: { data: ref(e.documentOf), meta: { type: "object" }, links: ref("links") },
+                      }
+                    : { type: "object" },
+            },
+          },
         },
         default: { $ref: "#/components/responses/errors" },
       },
