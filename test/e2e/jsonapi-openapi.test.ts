@@ -3,14 +3,18 @@
  * (every registered v2 route is documented and vice versa), and usable: a client generated
  * from it (openapi-typescript types + openapi-fetch) drives gateways end to end.
  */
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import createClient from "openapi-fetch";
+import openapiTS, { astToString } from "openapi-typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listRoutes } from "../../src/access/registry.ts";
 import { tokenFor } from "../helpers/auth.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import type { paths } from "./generated/jsonapi-v2.d.ts";
-import { qs } from "./jsonapi-helpers.ts";
 
 const J = "application/vnd.api+json";
 
@@ -133,18 +137,62 @@ describe("v2 OpenAPI document", () => {
     expect((await server.fetch("/api/v2/swaggerui/package.json", auth)).status).toBe(404);
   });
 
-  it("a client generated from the document drives gateways end to end", async () => {
+  it("the committed generated client types are the live document's (regenerated, not stale)", async () => {
+    const generated = astToString(await openapiTS(structuredClone(doc) as never));
+    const committed = fs.readFileSync(path.join(import.meta.dirname, "generated", "jsonapi-v2.d.ts"), "utf8");
+    // Compare content, not formatting (the committed file is biome-formatted).
+    const norm = (t: string) =>
+      t
+        .replace(/^\/\/.*\n/gm, "")
+        .replace(/[\s,;]+/g, "")
+        .replace(/([:=(<[])\|/g, "$1");
+    expect(norm(committed), "run: node --import tsx scripts/jsonapi-openapi-types.ts").toBe(norm(generated));
+  });
+
+  it("lints clean with Redocly (no errors)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "netmon-oas-"));
+    try {
+      const file = path.join(dir, "v2.json");
+      fs.writeFileSync(file, JSON.stringify(doc));
+      const r = spawnSync(
+        process.execPath,
+        [
+          path.join(import.meta.dirname, "../../node_modules/@redocly/cli/bin/cli.js"),
+          "lint",
+          file,
+          "--format=json",
+        ],
+        {
+          encoding: "utf8",
+          env: { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true" },
+          timeout: 120_000,
+        },
+      );
+      const report = JSON.parse(r.stdout.slice(r.stdout.indexOf("{"))) as {
+        totals: { errors: number };
+        problems: { severity: string; message: string }[];
+      };
+      expect(report.problems.filter((p) => p.severity === "error")).toEqual([]);
+      expect(report.totals.errors).toBe(0);
+      expect(r.status).toBe(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 150_000);
+
+  it("a client generated from the document lists, filters, pages and creates with openapi-fetch's defaults", async () => {
+    // No custom querySerializer: filter[id]=… is equality, page[…] one level deep (issue 20).
     const client = createClient<paths>({
       baseUrl: server.url,
       headers: { authorization: `Bearer ${token}`, accept: J, "content-type": J },
-      // filter objects nest deeper than openapi-fetch's default deepObject serialiser goes
-      querySerializer: (q) => qs(q as Record<string, unknown>),
     });
-    const created = await client.POST("/api/v2/gateways", {
-      body: { data: { type: "gateway", id: "gen-gw-1", attributes: { component_id: "generated" } } },
-    });
-    expect(created.response.status).toBe(201);
-    expect(created.data?.data?.attributes?.status).toBe("healthy");
+    for (const id of ["gen-gw-1", "gen-gw-2", "gen-gw-3"]) {
+      const created = await client.POST("/api/v2/gateways", {
+        body: { data: { type: "gateway", id, attributes: { component_id: "generated" } } },
+      });
+      expect(created.response.status).toBe(201);
+      expect(created.data?.data?.attributes?.status).toBe("healthy");
+    }
 
     const drained = await client.PATCH("/api/v2/gateways/{id}/drain/start", {
       params: { path: { id: "gen-gw-1" } },
@@ -158,11 +206,27 @@ describe("v2 OpenAPI document", () => {
     expect(refused.response.status).toBe(400);
     expect((refused.error as { errors: { code: string }[] }).errors[0]?.code).toBe("invalid_transition");
 
-    const list = await client.GET("/api/v2/gateways", {
-      params: { query: { filter: { id: { eq: "gen-gw-1" } }, page: { limit: 10 }, sort: "-updated_at" } },
+    const filtered = await client.GET("/api/v2/gateways", {
+      params: { query: { filter: { id: "gen-gw-2" }, page: { limit: 10 }, sort: "-updated_at" } },
     });
-    expect(list.response.status).toBe(200);
-    expect(list.data?.data?.map((g) => g.id)).toEqual(["gen-gw-1"]);
+    expect(filtered.response.status).toBe(200);
+    expect(filtered.data?.data?.map((g) => g.id)).toEqual(["gen-gw-2"]);
+
+    // Keyset pages of one, following the cursor the server hands out.
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (let i = 0; i < 5; i++) {
+      const page = await client.GET("/api/v2/gateways", {
+        params: { query: { sort: "id", page: after ? { limit: 1, after } : { limit: 1 } } },
+      });
+      expect(page.response.status).toBe(200);
+      const ids = page.data?.data?.map((g) => g.id) ?? [];
+      seen.push(...ids.filter((id) => id.startsWith("gen-gw-")));
+      const next = page.data?.links?.next;
+      if (!next) break;
+      after = new URL(next).searchParams.get("page[after]") ?? undefined;
+    }
+    expect(seen).toEqual(["gen-gw-1", "gen-gw-2", "gen-gw-3"]);
 
     const one = await client.GET("/api/v2/gateways/{id}", { params: { path: { id: "gen-gw-1" } } });
     expect(one.data?.data?.attributes?.component_id).toBe("generated");

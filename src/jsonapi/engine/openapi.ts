@@ -71,7 +71,9 @@ function filterSchemas(res: ResourceDecl, schemas: Record<string, Schema>): void
       else if ((COMMON_OPERATORS as readonly string[]).includes(op)) ops[op] = scalar;
     }
     schemas[opName] = { type: "object", additionalProperties: false, properties: ops };
-    props[attr] = ref(opName);
+    // A bare value means equality, so clients whose deepObject serialiser goes one level deep
+    // (openapi-fetch's default) can filter without a custom serialiser.
+    props[attr] = ops.eq ? { anyOf: [scalar, ref(opName)] } : ref(opName);
   }
   for (const [relName, rel] of Object.entries(res.relationships ?? {})) {
     const target = getResource(rel.type);
@@ -359,7 +361,11 @@ export function buildOpenApi(
                   : e.documentOf
                     ? {
                         type: "object",
-                        properties: { data: ref(e.documentOf), meta: { type: "object" }, links: ref("links") },
+                        properties: {
+                          data: ref(e.documentOf),
+                          meta: { type: "object" },
+                          links: ref("links"),
+                        },
                       }
                     : { type: "object" },
             },

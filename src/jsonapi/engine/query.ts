@@ -209,11 +209,14 @@ export function compileFilter(
     }
     if (!isFilterable(attr))
       throw invalid(`attribute '${key}' of '${res.type}' is not filterable`, p, "invalid_filter");
-    if (typeof value !== "object" || Array.isArray(value)) {
-      throw invalid(`${p} must be an operator object, e.g. ${p}[eq]=value`, p, "invalid_filter");
+    if (Array.isArray(value)) {
+      throw invalid(`${p} must be a value or an operator object, e.g. ${p}[eq]=value`, p, "invalid_filter");
     }
     const ops = operatorsFor(attr);
-    const entries = Object.entries(value);
+    // `filter[attr]=value` is equality (as in AshJsonApi): it is what a standard one-level
+    // deepObject serialiser (openapi-fetch's default) sends for `{filter: {attr: value}}`.
+    const entries: [string, DeepValue][] =
+      typeof value === "string" ? [["eq", value]] : Object.entries(value);
     if (entries.length === 0) throw invalid(`${p} needs an operator`, p, "invalid_filter");
     for (const [op, v] of entries) {
       const pp = `${p}[${op}]`;

@@ -14,8 +14,8 @@ export interface paths {
     get: operations["agent_index"];
     put?: never;
     /**
-     * Register an agent (starts connecting)
-     * @description Access: permission infrastructure.manage.
+     * Register an agent (starts connecting). A control-plane credential registering a known agent again gets 200 and the agent is connecting again.
+     * @description Access: control-plane principals.
      */
     post: operations["agent_create"];
     delete?: never;
@@ -83,7 +83,7 @@ export interface paths {
     head?: never;
     /**
      * Establish the connection (from: connecting; to: connected)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["agent_connect"];
     trace?: never;
@@ -103,7 +103,7 @@ export interface paths {
     head?: never;
     /**
      * Connected but unhealthy (from: connected; to: degraded)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["agent_degrade"];
     trace?: never;
@@ -123,7 +123,7 @@ export interface paths {
     head?: never;
     /**
      * Connection lost (from: connected, degraded; to: disconnected)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["agent_disconnect"];
     trace?: never;
@@ -142,10 +142,82 @@ export interface paths {
     options?: never;
     head?: never;
     /**
-     * Heartbeat: updates last_seen_time and health (no transition) (from: connecting, connected, degraded, disconnected, unavailable)
-     * @description Access: permission infrastructure.manage.
+     * Heartbeat: updates last_seen_time and health (no transition; a degraded agent reporting is_healthy true is connected again) (from: connecting, connected, degraded, disconnected, unavailable)
+     * @description Access: control-plane principals.
      */
     patch: operations["agent_heartbeat"];
+    trace?: never;
+  };
+  "/api/v2/alert-silences": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List alert-silence resources
+     * @description Access: permission observability.alerts.view.
+     */
+    get: operations["alert_silence_index"];
+    put?: never;
+    /**
+     * Create a silence or maintenance window
+     * @description Access: permission observability.alerts.manage.
+     */
+    post: operations["alert_silence_create"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v2/alert-silences/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read one alert-silence
+     * @description Access: permission observability.alerts.view.
+     */
+    get: operations["alert_silence_read"];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a silence (its suppressed deliveries stay in the log)
+     * @description Access: permission observability.alerts.manage.
+     */
+    delete: operations["alert_silence_delete"];
+    options?: never;
+    head?: never;
+    /**
+     * Change a silence (matchers, times, comment)
+     * @description Access: permission observability.alerts.manage.
+     */
+    patch: operations["alert_silence_update"];
+    trace?: never;
+  };
+  "/api/v2/alert-silences/{id}/expire": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * End a silence now
+     * @description Access: permission observability.alerts.manage.
+     */
+    patch: operations["alert_silence_expire"];
     trace?: never;
   };
   "/api/v2/alerts": {
@@ -363,7 +435,8 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** The device cleanup settings (a singleton, created with defaults on first read) */
+    get: operations["device_cleanup_settings_singleton"];
     put?: never;
     /**
      * Create the singleton (or replace the given values when it exists)
@@ -594,8 +667,8 @@ export interface paths {
     get: operations["gateway_index"];
     put?: never;
     /**
-     * Register a gateway (starts healthy)
-     * @description Access: permission infrastructure.manage.
+     * Register a gateway (starts healthy). A gateway credential registering itself again gets 200 and is brought back to healthy.
+     * @description Access: control-plane principals.
      */
     post: operations["gateway_create"];
     delete?: never;
@@ -659,7 +732,7 @@ export interface paths {
     head?: never;
     /**
      * Activate an inactive gateway (from: inactive; to: healthy)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["gateway_activate"];
     trace?: never;
@@ -699,7 +772,7 @@ export interface paths {
     head?: never;
     /**
      * Mark a gateway as having issues (from: healthy; to: degraded)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["gateway_degrade"];
     trace?: never;
@@ -719,7 +792,7 @@ export interface paths {
     head?: never;
     /**
      * Start a graceful shutdown (from: healthy, degraded; to: draining)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["gateway_drain_start"];
     trace?: never;
@@ -739,7 +812,7 @@ export interface paths {
     head?: never;
     /**
      * Finish draining: the gateway goes offline (from: draining; to: offline)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["gateway_drain_finish"];
     trace?: never;
@@ -759,7 +832,7 @@ export interface paths {
     head?: never;
     /**
      * Enter maintenance mode (from: healthy, degraded; to: maintenance)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["gateway_maintenance_start"];
     trace?: never;
@@ -779,7 +852,7 @@ export interface paths {
     head?: never;
     /**
      * Leave maintenance: back to healthy (from: maintenance; to: healthy)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["gateway_maintenance_end"];
     trace?: never;
@@ -799,7 +872,7 @@ export interface paths {
     head?: never;
     /**
      * Take the gateway offline (from: healthy, degraded, draining; to: offline)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["gateway_offline"];
     trace?: never;
@@ -819,7 +892,7 @@ export interface paths {
     head?: never;
     /**
      * Begin recovery of a degraded or offline gateway (from: degraded, offline, recovering; to: recovering)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["gateway_recover"];
     trace?: never;
@@ -839,7 +912,7 @@ export interface paths {
     head?: never;
     /**
      * Restore a degraded or recovering gateway to healthy (from: degraded, recovering; to: healthy)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["gateway_restore"];
     trace?: never;
@@ -859,7 +932,7 @@ export interface paths {
     head?: never;
     /**
      * Heartbeat: updates last_seen and health (any state, no transition) (from: inactive, healthy, degraded, offline, recovering, maintenance, draining)
-     * @description Access: permission infrastructure.manage.
+     * @description Access: control-plane principals.
      */
     patch: operations["gateway_heartbeat"];
     trace?: never;
@@ -936,7 +1009,7 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * Settings of one interface (a list of at most one)
+     * Settings of one interface (404 when it has none)
      * @description Access: permission devices.view.
      */
     get: operations["interface_setting_by_interface"];
@@ -1020,6 +1093,98 @@ export interface paths {
      * @description Access: permission notifications.channels.view.
      */
     get: operations["notification_channel_index"];
+    put?: never;
+    /**
+     * Create a channel (secrets in config headers and secret_refs are write-only)
+     * @description Access: permission notifications.channels.manage.
+     */
+    post: operations["notification_channel_create"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v2/notification-channels/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read one notification-channel
+     * @description Access: permission notifications.channels.view.
+     */
+    get: operations["notification_channel_read"];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a channel
+     * @description Access: permission notifications.channels.manage.
+     */
+    delete: operations["notification_channel_delete"];
+    options?: never;
+    head?: never;
+    /**
+     * Update a channel (provider is immutable; omitted secrets are kept)
+     * @description Access: permission notifications.channels.manage.
+     */
+    patch: operations["notification_channel_update"];
+    trace?: never;
+  };
+  "/api/v2/notification-channels/{id}/test": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a test notification through the channel now (bypasses routes); answers {ok, status, error} and updates the channel's health
+     * @description Access: permission notifications.channels.manage.
+     */
+    post: operations["notification_channel_test"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v2/notification-deliveries": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List notification-delivery resources
+     * @description Access: permission notifications.channels.view.
+     */
+    get: operations["notification_delivery_index"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v2/notification-deliveries/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read one notification-delivery
+     * @description Access: permission notifications.channels.view.
+     */
+    get: operations["notification_delivery_read"];
     put?: never;
     post?: never;
     delete?: never;
@@ -1154,6 +1319,26 @@ export interface paths {
      * @description Access: permission notifications.routes.manage.
      */
     post: operations["notification_route_create"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v2/notification-routes/quick": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Create a route with its escalation policy, step and step channels in one call (the full model stays available)
+     * @description Access: permission notifications.routes.manage.
+     */
+    post: operations["notification_route_quick"];
     delete?: never;
     options?: never;
     head?: never;
@@ -1482,7 +1667,11 @@ export interface paths {
     get: operations["service_check_read"];
     put?: never;
     post?: never;
-    delete?: never;
+    /**
+     * Delete a service check
+     * @description Access: permission services.delete.
+     */
+    delete: operations["service_check_delete"];
     options?: never;
     head?: never;
     /**
@@ -1490,6 +1679,26 @@ export interface paths {
      * @description Access: permission services.update.
      */
     patch: operations["service_check_update"];
+    trace?: never;
+  };
+  "/api/v2/service-checks/{id}/run": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Run the check now (due at once; the result arrives within a scheduler tick)
+     * @description Access: permission services.run.
+     */
+    patch: operations["service_check_run"];
     trace?: never;
   };
   "/api/v2/stateful-alert-rules": {
@@ -2450,35 +2659,62 @@ export interface components {
       and?: components["schemas"]["agent-filter"][];
       or?: components["schemas"]["agent-filter"][];
       not?: components["schemas"]["agent-filter"];
-      uid?: components["schemas"]["agent-filter-uid"];
-      name?: components["schemas"]["agent-filter-name"];
-      type_id?: components["schemas"]["agent-filter-type_id"];
-      type?: components["schemas"]["agent-filter-type"];
-      uid_alt?: components["schemas"]["agent-filter-uid_alt"];
-      vendor_name?: components["schemas"]["agent-filter-vendor_name"];
-      version?: components["schemas"]["agent-filter-version"];
-      desired_version?: components["schemas"]["agent-filter-desired_version"];
-      gateway_id?: components["schemas"]["agent-filter-gateway_id"];
-      device_uid?: components["schemas"]["agent-filter-device_uid"];
-      host?: components["schemas"]["agent-filter-host"];
-      port?: components["schemas"]["agent-filter-port"];
-      spiffe_identity?: components["schemas"]["agent-filter-spiffe_identity"];
-      status?: components["schemas"]["agent-filter-status"];
-      is_healthy?: components["schemas"]["agent-filter-is_healthy"];
-      config_source?: components["schemas"]["agent-filter-config_source"];
-      metadata?: components["schemas"]["agent-filter-metadata"];
-      created_time?: components["schemas"]["agent-filter-created_time"];
-      modified_time?: components["schemas"]["agent-filter-modified_time"];
-      first_seen_time?: components["schemas"]["agent-filter-first_seen_time"];
-      last_seen_time?: components["schemas"]["agent-filter-last_seen_time"];
-      last_update_at?: components["schemas"]["agent-filter-last_update_at"];
-      last_update_error?: components["schemas"]["agent-filter-last_update_error"];
-      release_rollout_state?: components["schemas"]["agent-filter-release_rollout_state"];
-      plugin_engine_max_memory_mb?: components["schemas"]["agent-filter-plugin_engine_max_memory_mb"];
-      plugin_engine_max_cpu_ms?: components["schemas"]["agent-filter-plugin_engine_max_cpu_ms"];
-      plugin_engine_max_concurrent?: components["schemas"]["agent-filter-plugin_engine_max_concurrent"];
-      plugin_engine_max_open_connections?: components["schemas"]["agent-filter-plugin_engine_max_open_connections"];
-      id?: components["schemas"]["agent-filter-id"];
+      uid?: string | components["schemas"]["agent-filter-uid"];
+      name?: string | components["schemas"]["agent-filter-name"];
+      type_id?: number | components["schemas"]["agent-filter-type_id"];
+      type?: string | components["schemas"]["agent-filter-type"];
+      uid_alt?: string | components["schemas"]["agent-filter-uid_alt"];
+      vendor_name?: string | components["schemas"]["agent-filter-vendor_name"];
+      version?: string | components["schemas"]["agent-filter-version"];
+      desired_version?: string | components["schemas"]["agent-filter-desired_version"];
+      gateway_id?: string | components["schemas"]["agent-filter-gateway_id"];
+      device_uid?: string | components["schemas"]["agent-filter-device_uid"];
+      host?: string | components["schemas"]["agent-filter-host"];
+      port?: number | components["schemas"]["agent-filter-port"];
+      spiffe_identity?: string | components["schemas"]["agent-filter-spiffe_identity"];
+      status?:
+        | ("connecting" | "connected" | "degraded" | "disconnected" | "unavailable")
+        | components["schemas"]["agent-filter-status"];
+      is_healthy?: boolean | components["schemas"]["agent-filter-is_healthy"];
+      config_source?:
+        | ("remote" | "local" | "cached" | "unassigned")
+        | components["schemas"]["agent-filter-config_source"];
+      metadata?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["agent-filter-metadata"];
+      created_time?: string | components["schemas"]["agent-filter-created_time"];
+      modified_time?: string | components["schemas"]["agent-filter-modified_time"];
+      first_seen_time?: string | components["schemas"]["agent-filter-first_seen_time"];
+      last_seen_time?: string | components["schemas"]["agent-filter-last_seen_time"];
+      last_update_at?: string | components["schemas"]["agent-filter-last_update_at"];
+      last_update_error?: string | components["schemas"]["agent-filter-last_update_error"];
+      release_rollout_state?:
+        | (
+            | "pending"
+            | "dispatched"
+            | "downloading"
+            | "verifying"
+            | "staged"
+            | "restarting"
+            | "healthy"
+            | "failed"
+            | "rolled_back"
+            | "canceled"
+          )
+        | components["schemas"]["agent-filter-release_rollout_state"];
+      plugin_engine_max_memory_mb?:
+        | number
+        | components["schemas"]["agent-filter-plugin_engine_max_memory_mb"];
+      plugin_engine_max_cpu_ms?: number | components["schemas"]["agent-filter-plugin_engine_max_cpu_ms"];
+      plugin_engine_max_concurrent?:
+        | number
+        | components["schemas"]["agent-filter-plugin_engine_max_concurrent"];
+      plugin_engine_max_open_connections?:
+        | number
+        | components["schemas"]["agent-filter-plugin_engine_max_open_connections"];
+      id?: string | components["schemas"]["agent-filter-id"];
       gateway?: components["schemas"]["gateway-filter"];
       device?: components["schemas"]["device-filter"];
     };
@@ -2538,9 +2774,9 @@ export interface components {
       and?: components["schemas"]["gateway-filter"][];
       or?: components["schemas"]["gateway-filter"][];
       not?: components["schemas"]["gateway-filter"];
-      last_seen?: components["schemas"]["gateway-filter-last_seen"];
-      updated_at?: components["schemas"]["gateway-filter-updated_at"];
-      id?: components["schemas"]["gateway-filter-id"];
+      last_seen?: string | components["schemas"]["gateway-filter-last_seen"];
+      updated_at?: string | components["schemas"]["gateway-filter-updated_at"];
+      id?: string | components["schemas"]["gateway-filter-id"];
       agents?: components["schemas"]["agent-filter"];
     };
     "device-filter-type": {
@@ -2736,18 +2972,22 @@ export interface components {
       and?: components["schemas"]["device-filter"][];
       or?: components["schemas"]["device-filter"][];
       not?: components["schemas"]["device-filter"];
-      type?: components["schemas"]["device-filter-type"];
-      hostname?: components["schemas"]["device-filter-hostname"];
-      uid_alt?: components["schemas"]["device-filter-uid_alt"];
-      vendor_name?: components["schemas"]["device-filter-vendor_name"];
-      model?: components["schemas"]["device-filter-model"];
-      zone?: components["schemas"]["device-filter-zone"];
-      region?: components["schemas"]["device-filter-region"];
-      first_seen_time?: components["schemas"]["device-filter-first_seen_time"];
-      is_compliant?: components["schemas"]["device-filter-is_compliant"];
-      is_available?: components["schemas"]["device-filter-is_available"];
-      owner?: components["schemas"]["device-filter-owner"];
-      id?: components["schemas"]["device-filter-id"];
+      type?: string | components["schemas"]["device-filter-type"];
+      hostname?: string | components["schemas"]["device-filter-hostname"];
+      uid_alt?: string | components["schemas"]["device-filter-uid_alt"];
+      vendor_name?: string | components["schemas"]["device-filter-vendor_name"];
+      model?: string | components["schemas"]["device-filter-model"];
+      zone?: string | components["schemas"]["device-filter-zone"];
+      region?: string | components["schemas"]["device-filter-region"];
+      first_seen_time?: string | components["schemas"]["device-filter-first_seen_time"];
+      is_compliant?: boolean | components["schemas"]["device-filter-is_compliant"];
+      is_available?: boolean | components["schemas"]["device-filter-is_available"];
+      owner?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["device-filter-owner"];
+      id?: string | components["schemas"]["device-filter-id"];
       group?: components["schemas"]["device-group-filter"];
       interfaces?: components["schemas"]["interface-filter"];
     };
@@ -2792,8 +3032,8 @@ export interface components {
       and?: components["schemas"]["device-group-filter"][];
       or?: components["schemas"]["device-group-filter"][];
       not?: components["schemas"]["device-group-filter"];
-      parent_id?: components["schemas"]["device-group-filter-parent_id"];
-      id?: components["schemas"]["device-group-filter-id"];
+      parent_id?: string | components["schemas"]["device-group-filter-parent_id"];
+      id?: string | components["schemas"]["device-group-filter-id"];
       parent?: components["schemas"]["device-group-filter"];
       children?: components["schemas"]["device-group-filter"];
     };
@@ -3202,33 +3442,202 @@ export interface components {
       and?: components["schemas"]["interface-filter"][];
       or?: components["schemas"]["interface-filter"][];
       not?: components["schemas"]["interface-filter"];
-      agent_id?: components["schemas"]["interface-filter-agent_id"];
-      classification_meta?: components["schemas"]["interface-filter-classification_meta"];
-      classification_source?: components["schemas"]["interface-filter-classification_source"];
-      created_at?: components["schemas"]["interface-filter-created_at"];
-      device_id?: components["schemas"]["interface-filter-device_id"];
-      device_ip?: components["schemas"]["interface-filter-device_ip"];
-      duplex?: components["schemas"]["interface-filter-duplex"];
-      gateway_id?: components["schemas"]["interface-filter-gateway_id"];
-      if_admin_status?: components["schemas"]["interface-filter-if_admin_status"];
-      if_alias?: components["schemas"]["interface-filter-if_alias"];
-      if_descr?: components["schemas"]["interface-filter-if_descr"];
-      if_index?: components["schemas"]["interface-filter-if_index"];
-      if_name?: components["schemas"]["interface-filter-if_name"];
-      if_oper_status?: components["schemas"]["interface-filter-if_oper_status"];
-      if_phys_address?: components["schemas"]["interface-filter-if_phys_address"];
-      if_speed?: components["schemas"]["interface-filter-if_speed"];
-      if_type?: components["schemas"]["interface-filter-if_type"];
-      if_type_name?: components["schemas"]["interface-filter-if_type_name"];
-      interface_kind?: components["schemas"]["interface-filter-interface_kind"];
-      interface_uid?: components["schemas"]["interface-filter-interface_uid"];
-      metadata?: components["schemas"]["interface-filter-metadata"];
-      mtu?: components["schemas"]["interface-filter-mtu"];
-      partition?: components["schemas"]["interface-filter-partition"];
-      speed_bps?: components["schemas"]["interface-filter-speed_bps"];
-      timestamp?: components["schemas"]["interface-filter-timestamp"];
-      id?: components["schemas"]["interface-filter-id"];
+      agent_id?: string | components["schemas"]["interface-filter-agent_id"];
+      classification_meta?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["interface-filter-classification_meta"];
+      classification_source?: string | components["schemas"]["interface-filter-classification_source"];
+      created_at?: string | components["schemas"]["interface-filter-created_at"];
+      device_id?: string | components["schemas"]["interface-filter-device_id"];
+      device_ip?: string | components["schemas"]["interface-filter-device_ip"];
+      duplex?: string | components["schemas"]["interface-filter-duplex"];
+      gateway_id?: string | components["schemas"]["interface-filter-gateway_id"];
+      if_admin_status?: number | components["schemas"]["interface-filter-if_admin_status"];
+      if_alias?: string | components["schemas"]["interface-filter-if_alias"];
+      if_descr?: string | components["schemas"]["interface-filter-if_descr"];
+      if_index?: number | components["schemas"]["interface-filter-if_index"];
+      if_name?: string | components["schemas"]["interface-filter-if_name"];
+      if_oper_status?: number | components["schemas"]["interface-filter-if_oper_status"];
+      if_phys_address?: string | components["schemas"]["interface-filter-if_phys_address"];
+      if_speed?: number | components["schemas"]["interface-filter-if_speed"];
+      if_type?: number | components["schemas"]["interface-filter-if_type"];
+      if_type_name?: string | components["schemas"]["interface-filter-if_type_name"];
+      interface_kind?: string | components["schemas"]["interface-filter-interface_kind"];
+      interface_uid?: string | components["schemas"]["interface-filter-interface_uid"];
+      metadata?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["interface-filter-metadata"];
+      mtu?: number | components["schemas"]["interface-filter-mtu"];
+      partition?: string | components["schemas"]["interface-filter-partition"];
+      speed_bps?: number | components["schemas"]["interface-filter-speed_bps"];
+      timestamp?: string | components["schemas"]["interface-filter-timestamp"];
+      id?: string | components["schemas"]["interface-filter-id"];
       device?: components["schemas"]["device-filter"];
+    };
+    /** @description Silences and maintenance windows: notifications of matching alerts are recorded as suppressed between starts_at and ends_at */
+    "alert-silence": {
+      /** @enum {string} */
+      type: "alert-silence";
+      id: string;
+      attributes?: {
+        matchers?: {
+          [key: string]: unknown;
+        };
+        /** Format: date-time */
+        starts_at?: string;
+        /** Format: date-time */
+        ends_at?: string;
+        comment?: string;
+        created_by?: string | null;
+        /** @description one of: pending, active, expired */
+        readonly state?: string | null;
+        /** Format: date-time */
+        inserted_at?: string;
+        /** Format: date-time */
+        updated_at?: string;
+      };
+      relationships?: Record<string, never>;
+      links?: {
+        self?: string;
+      };
+      meta?: Record<string, never>;
+    };
+    "alert-silence-filter-starts_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "alert-silence-filter-ends_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "alert-silence-filter-comment": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "alert-silence-filter-created_by": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "alert-silence-filter-inserted_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "alert-silence-filter-updated_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "alert-silence-filter-id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    /** @description Filter for alert-silence (spec 2.5) */
+    "alert-silence-filter": {
+      and?: components["schemas"]["alert-silence-filter"][];
+      or?: components["schemas"]["alert-silence-filter"][];
+      not?: components["schemas"]["alert-silence-filter"];
+      starts_at?: string | components["schemas"]["alert-silence-filter-starts_at"];
+      ends_at?: string | components["schemas"]["alert-silence-filter-ends_at"];
+      comment?: string | components["schemas"]["alert-silence-filter-comment"];
+      created_by?: string | components["schemas"]["alert-silence-filter-created_by"];
+      inserted_at?: string | components["schemas"]["alert-silence-filter-inserted_at"];
+      updated_at?: string | components["schemas"]["alert-silence-filter-updated_at"];
+      id?: string | components["schemas"]["alert-silence-filter-id"];
     };
     /** @description Alerts and their lifecycle (pending → acknowledged/escalated/suppressed → resolved) */
     alert: {
@@ -3768,35 +4177,47 @@ export interface components {
       and?: components["schemas"]["alert-filter"][];
       or?: components["schemas"]["alert-filter"][];
       not?: components["schemas"]["alert-filter"];
-      title?: components["schemas"]["alert-filter-title"];
-      description?: components["schemas"]["alert-filter-description"];
-      severity?: components["schemas"]["alert-filter-severity"];
-      status?: components["schemas"]["alert-filter-status"];
-      source_type?: components["schemas"]["alert-filter-source_type"];
-      source_id?: components["schemas"]["alert-filter-source_id"];
-      service_check_id?: components["schemas"]["alert-filter-service_check_id"];
-      device_uid?: components["schemas"]["alert-filter-device_uid"];
-      agent_uid?: components["schemas"]["alert-filter-agent_uid"];
-      event_id?: components["schemas"]["alert-filter-event_id"];
+      title?: string | components["schemas"]["alert-filter-title"];
+      description?: string | components["schemas"]["alert-filter-description"];
+      severity?:
+        | ("info" | "warning" | "critical" | "emergency")
+        | components["schemas"]["alert-filter-severity"];
+      status?:
+        | ("pending" | "acknowledged" | "escalated" | "suppressed" | "resolved")
+        | components["schemas"]["alert-filter-status"];
+      source_type?:
+        | ("service_check" | "device" | "gateway" | "agent" | "event" | "system" | "external")
+        | components["schemas"]["alert-filter-source_type"];
+      source_id?: string | components["schemas"]["alert-filter-source_id"];
+      service_check_id?: string | components["schemas"]["alert-filter-service_check_id"];
+      device_uid?: string | components["schemas"]["alert-filter-device_uid"];
+      agent_uid?: string | components["schemas"]["alert-filter-agent_uid"];
+      event_id?: string | components["schemas"]["alert-filter-event_id"];
       event_time?: components["schemas"]["alert-filter-event_time"];
-      metric_name?: components["schemas"]["alert-filter-metric_name"];
-      metric_value?: components["schemas"]["alert-filter-metric_value"];
-      threshold_value?: components["schemas"]["alert-filter-threshold_value"];
-      comparison?: components["schemas"]["alert-filter-comparison"];
-      triggered_at?: components["schemas"]["alert-filter-triggered_at"];
-      acknowledged_at?: components["schemas"]["alert-filter-acknowledged_at"];
-      acknowledged_by?: components["schemas"]["alert-filter-acknowledged_by"];
-      resolved_at?: components["schemas"]["alert-filter-resolved_at"];
-      resolved_by?: components["schemas"]["alert-filter-resolved_by"];
-      resolution_note?: components["schemas"]["alert-filter-resolution_note"];
-      escalated_at?: components["schemas"]["alert-filter-escalated_at"];
-      escalation_level?: components["schemas"]["alert-filter-escalation_level"];
-      escalation_reason?: components["schemas"]["alert-filter-escalation_reason"];
-      notification_count?: components["schemas"]["alert-filter-notification_count"];
-      last_notification_at?: components["schemas"]["alert-filter-last_notification_at"];
-      suppressed_until?: components["schemas"]["alert-filter-suppressed_until"];
-      metadata?: components["schemas"]["alert-filter-metadata"];
-      id?: components["schemas"]["alert-filter-id"];
+      metric_name?: string | components["schemas"]["alert-filter-metric_name"];
+      metric_value?: number | components["schemas"]["alert-filter-metric_value"];
+      threshold_value?: number | components["schemas"]["alert-filter-threshold_value"];
+      comparison?:
+        | ("greater_than" | "less_than" | "equals" | "not_equals")
+        | components["schemas"]["alert-filter-comparison"];
+      triggered_at?: string | components["schemas"]["alert-filter-triggered_at"];
+      acknowledged_at?: string | components["schemas"]["alert-filter-acknowledged_at"];
+      acknowledged_by?: string | components["schemas"]["alert-filter-acknowledged_by"];
+      resolved_at?: string | components["schemas"]["alert-filter-resolved_at"];
+      resolved_by?: string | components["schemas"]["alert-filter-resolved_by"];
+      resolution_note?: string | components["schemas"]["alert-filter-resolution_note"];
+      escalated_at?: string | components["schemas"]["alert-filter-escalated_at"];
+      escalation_level?: number | components["schemas"]["alert-filter-escalation_level"];
+      escalation_reason?: string | components["schemas"]["alert-filter-escalation_reason"];
+      notification_count?: number | components["schemas"]["alert-filter-notification_count"];
+      last_notification_at?: string | components["schemas"]["alert-filter-last_notification_at"];
+      suppressed_until?: string | components["schemas"]["alert-filter-suppressed_until"];
+      metadata?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["alert-filter-metadata"];
+      id?: string | components["schemas"]["alert-filter-id"];
     };
     /** @description Capacity forecasts; composite opaque id (read-only) */
     capacity_forecast: {
@@ -4280,34 +4701,40 @@ export interface components {
       and?: components["schemas"]["capacity_forecast-filter"][];
       or?: components["schemas"]["capacity_forecast-filter"][];
       not?: components["schemas"]["capacity_forecast-filter"];
-      forecasted_at?: components["schemas"]["capacity_forecast-filter-forecasted_at"];
-      resource_key?: components["schemas"]["capacity_forecast-filter-resource_key"];
-      metric_name?: components["schemas"]["capacity_forecast-filter-metric_name"];
-      horizon_seconds?: components["schemas"]["capacity_forecast-filter-horizon_seconds"];
-      resource_type?: components["schemas"]["capacity_forecast-filter-resource_type"];
-      resource_id?: components["schemas"]["capacity_forecast-filter-resource_id"];
-      resource_label?: components["schemas"]["capacity_forecast-filter-resource_label"];
-      metric_class?: components["schemas"]["capacity_forecast-filter-metric_class"];
-      horizon_ends_at?: components["schemas"]["capacity_forecast-filter-horizon_ends_at"];
-      window_started_at?: components["schemas"]["capacity_forecast-filter-window_started_at"];
-      window_ended_at?: components["schemas"]["capacity_forecast-filter-window_ended_at"];
-      sample_count?: components["schemas"]["capacity_forecast-filter-sample_count"];
-      model?: components["schemas"]["capacity_forecast-filter-model"];
-      status?: components["schemas"]["capacity_forecast-filter-status"];
-      skip_reason?: components["schemas"]["capacity_forecast-filter-skip_reason"];
-      current_value?: components["schemas"]["capacity_forecast-filter-current_value"];
-      slope_per_second?: components["schemas"]["capacity_forecast-filter-slope_per_second"];
-      intercept?: components["schemas"]["capacity_forecast-filter-intercept"];
-      projected_value?: components["schemas"]["capacity_forecast-filter-projected_value"];
-      projected_exhaustion_at?: components["schemas"]["capacity_forecast-filter-projected_exhaustion_at"];
-      exhaustion_threshold?: components["schemas"]["capacity_forecast-filter-exhaustion_threshold"];
-      confidence?: components["schemas"]["capacity_forecast-filter-confidence"];
-      lower_bound?: components["schemas"]["capacity_forecast-filter-lower_bound"];
-      upper_bound?: components["schemas"]["capacity_forecast-filter-upper_bound"];
-      metadata?: components["schemas"]["capacity_forecast-filter-metadata"];
-      partition?: components["schemas"]["capacity_forecast-filter-partition"];
-      inserted_at?: components["schemas"]["capacity_forecast-filter-inserted_at"];
-      updated_at?: components["schemas"]["capacity_forecast-filter-updated_at"];
+      forecasted_at?: string | components["schemas"]["capacity_forecast-filter-forecasted_at"];
+      resource_key?: string | components["schemas"]["capacity_forecast-filter-resource_key"];
+      metric_name?: string | components["schemas"]["capacity_forecast-filter-metric_name"];
+      horizon_seconds?: number | components["schemas"]["capacity_forecast-filter-horizon_seconds"];
+      resource_type?: string | components["schemas"]["capacity_forecast-filter-resource_type"];
+      resource_id?: string | components["schemas"]["capacity_forecast-filter-resource_id"];
+      resource_label?: string | components["schemas"]["capacity_forecast-filter-resource_label"];
+      metric_class?: string | components["schemas"]["capacity_forecast-filter-metric_class"];
+      horizon_ends_at?: string | components["schemas"]["capacity_forecast-filter-horizon_ends_at"];
+      window_started_at?: string | components["schemas"]["capacity_forecast-filter-window_started_at"];
+      window_ended_at?: string | components["schemas"]["capacity_forecast-filter-window_ended_at"];
+      sample_count?: number | components["schemas"]["capacity_forecast-filter-sample_count"];
+      model?: string | components["schemas"]["capacity_forecast-filter-model"];
+      status?: ("projected" | "skipped") | components["schemas"]["capacity_forecast-filter-status"];
+      skip_reason?: string | components["schemas"]["capacity_forecast-filter-skip_reason"];
+      current_value?: number | components["schemas"]["capacity_forecast-filter-current_value"];
+      slope_per_second?: number | components["schemas"]["capacity_forecast-filter-slope_per_second"];
+      intercept?: number | components["schemas"]["capacity_forecast-filter-intercept"];
+      projected_value?: number | components["schemas"]["capacity_forecast-filter-projected_value"];
+      projected_exhaustion_at?:
+        | string
+        | components["schemas"]["capacity_forecast-filter-projected_exhaustion_at"];
+      exhaustion_threshold?: number | components["schemas"]["capacity_forecast-filter-exhaustion_threshold"];
+      confidence?: number | components["schemas"]["capacity_forecast-filter-confidence"];
+      lower_bound?: number | components["schemas"]["capacity_forecast-filter-lower_bound"];
+      upper_bound?: number | components["schemas"]["capacity_forecast-filter-upper_bound"];
+      metadata?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["capacity_forecast-filter-metadata"];
+      partition?: string | components["schemas"]["capacity_forecast-filter-partition"];
+      inserted_at?: string | components["schemas"]["capacity_forecast-filter-inserted_at"];
+      updated_at?: string | components["schemas"]["capacity_forecast-filter-updated_at"];
     };
     /** @description The singleton that drives the purge of soft-deleted devices. GET on the base path answers the singleton. */
     device_cleanup_settings: {
@@ -4392,10 +4819,12 @@ export interface components {
       and?: components["schemas"]["device_cleanup_settings-filter"][];
       or?: components["schemas"]["device_cleanup_settings-filter"][];
       not?: components["schemas"]["device_cleanup_settings-filter"];
-      retention_days?: components["schemas"]["device_cleanup_settings-filter-retention_days"];
-      cleanup_interval_minutes?: components["schemas"]["device_cleanup_settings-filter-cleanup_interval_minutes"];
-      batch_size?: components["schemas"]["device_cleanup_settings-filter-batch_size"];
-      id?: components["schemas"]["device_cleanup_settings-filter-id"];
+      retention_days?: number | components["schemas"]["device_cleanup_settings-filter-retention_days"];
+      cleanup_interval_minutes?:
+        | number
+        | components["schemas"]["device_cleanup_settings-filter-cleanup_interval_minutes"];
+      batch_size?: number | components["schemas"]["device_cleanup_settings-filter-batch_size"];
+      id?: string | components["schemas"]["device_cleanup_settings-filter-id"];
     };
     /** @description Device groups, a tree through parent_id */
     "device-group": {
@@ -4478,6 +4907,9 @@ export interface components {
         is_compliant?: boolean | null;
         is_trusted?: boolean | null;
         is_available?: boolean | null;
+        /** Format: date-time */
+        availability_changed_at?: string | null;
+        availability_reason?: string | null;
         os?: {
           [key: string]: unknown;
         } | null;
@@ -4800,18 +5232,30 @@ export interface components {
       and?: components["schemas"]["event-rule-filter"][];
       or?: components["schemas"]["event-rule-filter"][];
       not?: components["schemas"]["event-rule-filter"];
-      name?: components["schemas"]["event-rule-filter-name"];
-      description?: components["schemas"]["event-rule-filter-description"];
-      enabled?: components["schemas"]["event-rule-filter-enabled"];
-      priority?: components["schemas"]["event-rule-filter-priority"];
-      source_type?: components["schemas"]["event-rule-filter-source_type"];
-      source?: components["schemas"]["event-rule-filter-source"];
-      match?: components["schemas"]["event-rule-filter-match"];
-      event?: components["schemas"]["event-rule-filter-event"];
-      managed?: components["schemas"]["event-rule-filter-managed"];
-      inserted_at?: components["schemas"]["event-rule-filter-inserted_at"];
-      updated_at?: components["schemas"]["event-rule-filter-updated_at"];
-      id?: components["schemas"]["event-rule-filter-id"];
+      name?: string | components["schemas"]["event-rule-filter-name"];
+      description?: string | components["schemas"]["event-rule-filter-description"];
+      enabled?: boolean | components["schemas"]["event-rule-filter-enabled"];
+      priority?: number | components["schemas"]["event-rule-filter-priority"];
+      source_type?: ("log" | "metric") | components["schemas"]["event-rule-filter-source_type"];
+      source?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["event-rule-filter-source"];
+      match?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["event-rule-filter-match"];
+      event?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["event-rule-filter-event"];
+      managed?: boolean | components["schemas"]["event-rule-filter-managed"];
+      inserted_at?: string | components["schemas"]["event-rule-filter-inserted_at"];
+      updated_at?: string | components["schemas"]["event-rule-filter-updated_at"];
+      id?: string | components["schemas"]["event-rule-filter-id"];
     };
     /** @description Gateways: poll-job dispatchers in front of agents (reference §2.1) */
     gateway: {
@@ -5008,13 +5452,21 @@ export interface components {
       and?: components["schemas"]["interface_classification_rule-filter"][];
       or?: components["schemas"]["interface_classification_rule-filter"][];
       not?: components["schemas"]["interface_classification_rule-filter"];
-      name?: components["schemas"]["interface_classification_rule-filter-name"];
-      enabled?: components["schemas"]["interface_classification_rule-filter-enabled"];
-      if_name_pattern?: components["schemas"]["interface_classification_rule-filter-if_name_pattern"];
-      sys_descr_pattern?: components["schemas"]["interface_classification_rule-filter-sys_descr_pattern"];
-      model_pattern?: components["schemas"]["interface_classification_rule-filter-model_pattern"];
-      metadata?: components["schemas"]["interface_classification_rule-filter-metadata"];
-      id?: components["schemas"]["interface_classification_rule-filter-id"];
+      name?: string | components["schemas"]["interface_classification_rule-filter-name"];
+      enabled?: boolean | components["schemas"]["interface_classification_rule-filter-enabled"];
+      if_name_pattern?:
+        | string
+        | components["schemas"]["interface_classification_rule-filter-if_name_pattern"];
+      sys_descr_pattern?:
+        | string
+        | components["schemas"]["interface_classification_rule-filter-sys_descr_pattern"];
+      model_pattern?: string | components["schemas"]["interface_classification_rule-filter-model_pattern"];
+      metadata?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["interface_classification_rule-filter-metadata"];
+      id?: string | components["schemas"]["interface_classification_rule-filter-id"];
     };
     /** @description Per-interface settings (favourite, metrics collection, thresholds) */
     interface_setting: {
@@ -5078,7 +5530,7 @@ export interface components {
       and?: components["schemas"]["interface_setting-filter"][];
       or?: components["schemas"]["interface_setting-filter"][];
       not?: components["schemas"]["interface_setting-filter"];
-      id?: components["schemas"]["interface_setting-filter-id"];
+      id?: string | components["schemas"]["interface_setting-filter-id"];
     };
     /** @description Discovered network interfaces */
     interface: {
@@ -5559,29 +6011,37 @@ export interface components {
       and?: components["schemas"]["log-filter"][];
       or?: components["schemas"]["log-filter"][];
       not?: components["schemas"]["log-filter"];
-      timestamp?: components["schemas"]["log-filter-timestamp"];
-      observed_timestamp?: components["schemas"]["log-filter-observed_timestamp"];
-      trace_id?: components["schemas"]["log-filter-trace_id"];
-      span_id?: components["schemas"]["log-filter-span_id"];
-      severity_text?: components["schemas"]["log-filter-severity_text"];
-      severity_number?: components["schemas"]["log-filter-severity_number"];
-      body?: components["schemas"]["log-filter-body"];
-      event_name?: components["schemas"]["log-filter-event_name"];
-      service_name?: components["schemas"]["log-filter-service_name"];
-      service_version?: components["schemas"]["log-filter-service_version"];
-      service_instance?: components["schemas"]["log-filter-service_instance"];
-      scope_name?: components["schemas"]["log-filter-scope_name"];
-      scope_version?: components["schemas"]["log-filter-scope_version"];
-      attributes?: components["schemas"]["log-filter-attributes"];
-      resource_attributes?: components["schemas"]["log-filter-resource_attributes"];
-      device_id?: components["schemas"]["log-filter-device_id"];
-      gateway_id?: components["schemas"]["log-filter-gateway_id"];
-      agent_id?: components["schemas"]["log-filter-agent_id"];
-      source?: components["schemas"]["log-filter-source"];
-      host?: components["schemas"]["log-filter-host"];
-      partition?: components["schemas"]["log-filter-partition"];
-      created_at?: components["schemas"]["log-filter-created_at"];
-      id?: components["schemas"]["log-filter-id"];
+      timestamp?: string | components["schemas"]["log-filter-timestamp"];
+      observed_timestamp?: string | components["schemas"]["log-filter-observed_timestamp"];
+      trace_id?: string | components["schemas"]["log-filter-trace_id"];
+      span_id?: string | components["schemas"]["log-filter-span_id"];
+      severity_text?: string | components["schemas"]["log-filter-severity_text"];
+      severity_number?: number | components["schemas"]["log-filter-severity_number"];
+      body?: string | components["schemas"]["log-filter-body"];
+      event_name?: string | components["schemas"]["log-filter-event_name"];
+      service_name?: string | components["schemas"]["log-filter-service_name"];
+      service_version?: string | components["schemas"]["log-filter-service_version"];
+      service_instance?: string | components["schemas"]["log-filter-service_instance"];
+      scope_name?: string | components["schemas"]["log-filter-scope_name"];
+      scope_version?: string | components["schemas"]["log-filter-scope_version"];
+      attributes?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["log-filter-attributes"];
+      resource_attributes?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["log-filter-resource_attributes"];
+      device_id?: string | components["schemas"]["log-filter-device_id"];
+      gateway_id?: string | components["schemas"]["log-filter-gateway_id"];
+      agent_id?: string | components["schemas"]["log-filter-agent_id"];
+      source?: string | components["schemas"]["log-filter-source"];
+      host?: string | components["schemas"]["log-filter-host"];
+      partition?: string | components["schemas"]["log-filter-partition"];
+      created_at?: string | components["schemas"]["log-filter-created_at"];
+      id?: string | components["schemas"]["log-filter-id"];
     };
     /** @description Where notifications go (webhook, email). Credentials are never exposed. */
     "notification-channel": {
@@ -5595,6 +6055,9 @@ export interface components {
         provider?: "webhook" | "email";
         enabled?: boolean;
         config?: {
+          [key: string]: unknown;
+        };
+        secret_refs?: {
           [key: string]: unknown;
         };
         /** @enum {string} */
@@ -5682,32 +6145,6 @@ export interface components {
       less_than?: boolean;
       less_than_or_equal?: boolean;
       in?: boolean[];
-      is_nil?: boolean;
-      is_distinct_from?: string;
-      is_not_distinct_from?: string;
-    };
-    "notification-channel-filter-config": {
-      eq?: {
-        [key: string]: unknown;
-      };
-      not_eq?: {
-        [key: string]: unknown;
-      };
-      greater_than?: {
-        [key: string]: unknown;
-      };
-      greater_than_or_equal?: {
-        [key: string]: unknown;
-      };
-      less_than?: {
-        [key: string]: unknown;
-      };
-      less_than_or_equal?: {
-        [key: string]: unknown;
-      };
-      in?: {
-        [key: string]: unknown;
-      }[];
       is_nil?: boolean;
       is_distinct_from?: string;
       is_not_distinct_from?: string;
@@ -5953,25 +6390,439 @@ export interface components {
       and?: components["schemas"]["notification-channel-filter"][];
       or?: components["schemas"]["notification-channel-filter"][];
       not?: components["schemas"]["notification-channel-filter"];
-      name?: components["schemas"]["notification-channel-filter-name"];
-      description?: components["schemas"]["notification-channel-filter-description"];
-      provider?: components["schemas"]["notification-channel-filter-provider"];
-      enabled?: components["schemas"]["notification-channel-filter-enabled"];
-      config?: components["schemas"]["notification-channel-filter-config"];
-      execution_route?: components["schemas"]["notification-channel-filter-execution_route"];
-      agent_uid?: components["schemas"]["notification-channel-filter-agent_uid"];
-      fallback_channel_id?: components["schemas"]["notification-channel-filter-fallback_channel_id"];
-      fail_closed?: components["schemas"]["notification-channel-filter-fail_closed"];
-      rate_limit_per_minute?: components["schemas"]["notification-channel-filter-rate_limit_per_minute"];
-      max_attempts?: components["schemas"]["notification-channel-filter-max_attempts"];
-      health?: components["schemas"]["notification-channel-filter-health"];
-      last_success_at?: components["schemas"]["notification-channel-filter-last_success_at"];
-      last_failure_at?: components["schemas"]["notification-channel-filter-last_failure_at"];
-      last_error?: components["schemas"]["notification-channel-filter-last_error"];
-      metadata?: components["schemas"]["notification-channel-filter-metadata"];
-      inserted_at?: components["schemas"]["notification-channel-filter-inserted_at"];
-      updated_at?: components["schemas"]["notification-channel-filter-updated_at"];
-      id?: components["schemas"]["notification-channel-filter-id"];
+      name?: string | components["schemas"]["notification-channel-filter-name"];
+      description?: string | components["schemas"]["notification-channel-filter-description"];
+      provider?: ("webhook" | "email") | components["schemas"]["notification-channel-filter-provider"];
+      enabled?: boolean | components["schemas"]["notification-channel-filter-enabled"];
+      execution_route?:
+        | ("control_plane" | "edge_agent")
+        | components["schemas"]["notification-channel-filter-execution_route"];
+      agent_uid?: string | components["schemas"]["notification-channel-filter-agent_uid"];
+      fallback_channel_id?: string | components["schemas"]["notification-channel-filter-fallback_channel_id"];
+      fail_closed?: boolean | components["schemas"]["notification-channel-filter-fail_closed"];
+      rate_limit_per_minute?:
+        | number
+        | components["schemas"]["notification-channel-filter-rate_limit_per_minute"];
+      max_attempts?: number | components["schemas"]["notification-channel-filter-max_attempts"];
+      health?:
+        | ("unknown" | "healthy" | "degraded" | "failing")
+        | components["schemas"]["notification-channel-filter-health"];
+      last_success_at?: string | components["schemas"]["notification-channel-filter-last_success_at"];
+      last_failure_at?: string | components["schemas"]["notification-channel-filter-last_failure_at"];
+      last_error?: string | components["schemas"]["notification-channel-filter-last_error"];
+      metadata?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["notification-channel-filter-metadata"];
+      inserted_at?: string | components["schemas"]["notification-channel-filter-inserted_at"];
+      updated_at?: string | components["schemas"]["notification-channel-filter-updated_at"];
+      id?: string | components["schemas"]["notification-channel-filter-id"];
+    };
+    /** @description The delivery log: one row per notification (alert × step × channel), with its attempts, status, response code, error and next retry */
+    "notification-delivery": {
+      /** @enum {string} */
+      type: "notification-delivery";
+      id: string;
+      attributes?: {
+        /** Format: uuid */
+        alert_id?: string;
+        /** Format: uuid */
+        route_id?: string | null;
+        /** Format: uuid */
+        policy_id?: string | null;
+        /** Format: uuid */
+        channel_id?: string | null;
+        step_number?: number;
+        repeat_number?: number;
+        /** @enum {string} */
+        lifecycle_reason?: "fire" | "renotify" | "escalate" | "resolve" | "failover";
+        /** @enum {string} */
+        status?:
+          | "pending"
+          | "dispatching"
+          | "sent"
+          | "failed"
+          | "expired"
+          | "cancelled"
+          | "suppressed"
+          | "skipped";
+        suppression_reason?: string | null;
+        provider?: string | null;
+        attempts?: number;
+        max_attempts?: number;
+        /** Format: date-time */
+        next_attempt_at?: string | null;
+        last_error?: string | null;
+        response_status?: number | null;
+        /** Format: date-time */
+        sent_at?: string | null;
+        /** Format: date-time */
+        inserted_at?: string;
+        /** Format: date-time */
+        updated_at?: string;
+      };
+      relationships?: Record<string, never>;
+      links?: {
+        self?: string;
+      };
+      meta?: Record<string, never>;
+    };
+    "notification-delivery-filter-alert_id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-route_id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-policy_id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-channel_id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-step_number": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-repeat_number": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-lifecycle_reason": {
+      /** @enum {string} */
+      eq?: "fire" | "renotify" | "escalate" | "resolve" | "failover";
+      /** @enum {string} */
+      not_eq?: "fire" | "renotify" | "escalate" | "resolve" | "failover";
+      /** @enum {string} */
+      greater_than?: "fire" | "renotify" | "escalate" | "resolve" | "failover";
+      /** @enum {string} */
+      greater_than_or_equal?: "fire" | "renotify" | "escalate" | "resolve" | "failover";
+      /** @enum {string} */
+      less_than?: "fire" | "renotify" | "escalate" | "resolve" | "failover";
+      /** @enum {string} */
+      less_than_or_equal?: "fire" | "renotify" | "escalate" | "resolve" | "failover";
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-status": {
+      /** @enum {string} */
+      eq?: "pending" | "dispatching" | "sent" | "failed" | "expired" | "cancelled" | "suppressed" | "skipped";
+      /** @enum {string} */
+      not_eq?:
+        | "pending"
+        | "dispatching"
+        | "sent"
+        | "failed"
+        | "expired"
+        | "cancelled"
+        | "suppressed"
+        | "skipped";
+      /** @enum {string} */
+      greater_than?:
+        | "pending"
+        | "dispatching"
+        | "sent"
+        | "failed"
+        | "expired"
+        | "cancelled"
+        | "suppressed"
+        | "skipped";
+      /** @enum {string} */
+      greater_than_or_equal?:
+        | "pending"
+        | "dispatching"
+        | "sent"
+        | "failed"
+        | "expired"
+        | "cancelled"
+        | "suppressed"
+        | "skipped";
+      /** @enum {string} */
+      less_than?:
+        | "pending"
+        | "dispatching"
+        | "sent"
+        | "failed"
+        | "expired"
+        | "cancelled"
+        | "suppressed"
+        | "skipped";
+      /** @enum {string} */
+      less_than_or_equal?:
+        | "pending"
+        | "dispatching"
+        | "sent"
+        | "failed"
+        | "expired"
+        | "cancelled"
+        | "suppressed"
+        | "skipped";
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-suppression_reason": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "notification-delivery-filter-provider": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "notification-delivery-filter-attempts": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-max_attempts": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-next_attempt_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-response_status": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-sent_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-inserted_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-updated_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "notification-delivery-filter-id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    /** @description Filter for notification-delivery (spec 2.5) */
+    "notification-delivery-filter": {
+      and?: components["schemas"]["notification-delivery-filter"][];
+      or?: components["schemas"]["notification-delivery-filter"][];
+      not?: components["schemas"]["notification-delivery-filter"];
+      alert_id?: string | components["schemas"]["notification-delivery-filter-alert_id"];
+      route_id?: string | components["schemas"]["notification-delivery-filter-route_id"];
+      policy_id?: string | components["schemas"]["notification-delivery-filter-policy_id"];
+      channel_id?: string | components["schemas"]["notification-delivery-filter-channel_id"];
+      step_number?: number | components["schemas"]["notification-delivery-filter-step_number"];
+      repeat_number?: number | components["schemas"]["notification-delivery-filter-repeat_number"];
+      lifecycle_reason?:
+        | ("fire" | "renotify" | "escalate" | "resolve" | "failover")
+        | components["schemas"]["notification-delivery-filter-lifecycle_reason"];
+      status?:
+        | ("pending" | "dispatching" | "sent" | "failed" | "expired" | "cancelled" | "suppressed" | "skipped")
+        | components["schemas"]["notification-delivery-filter-status"];
+      suppression_reason?: string | components["schemas"]["notification-delivery-filter-suppression_reason"];
+      provider?: string | components["schemas"]["notification-delivery-filter-provider"];
+      attempts?: number | components["schemas"]["notification-delivery-filter-attempts"];
+      max_attempts?: number | components["schemas"]["notification-delivery-filter-max_attempts"];
+      next_attempt_at?: string | components["schemas"]["notification-delivery-filter-next_attempt_at"];
+      response_status?: number | components["schemas"]["notification-delivery-filter-response_status"];
+      sent_at?: string | components["schemas"]["notification-delivery-filter-sent_at"];
+      inserted_at?: string | components["schemas"]["notification-delivery-filter-inserted_at"];
+      updated_at?: string | components["schemas"]["notification-delivery-filter-updated_at"];
+      id?: string | components["schemas"]["notification-delivery-filter-id"];
     };
     /** @description Ordered escalation steps with optional repeats */
     "notification-escalation-policy": {
@@ -6142,15 +6993,19 @@ export interface components {
       and?: components["schemas"]["notification-escalation-policy-filter"][];
       or?: components["schemas"]["notification-escalation-policy-filter"][];
       not?: components["schemas"]["notification-escalation-policy-filter"];
-      name?: components["schemas"]["notification-escalation-policy-filter-name"];
-      description?: components["schemas"]["notification-escalation-policy-filter-description"];
-      enabled?: components["schemas"]["notification-escalation-policy-filter-enabled"];
-      repeat_count?: components["schemas"]["notification-escalation-policy-filter-repeat_count"];
-      repeat_interval_seconds?: components["schemas"]["notification-escalation-policy-filter-repeat_interval_seconds"];
-      resolve_notifies?: components["schemas"]["notification-escalation-policy-filter-resolve_notifies"];
-      inserted_at?: components["schemas"]["notification-escalation-policy-filter-inserted_at"];
-      updated_at?: components["schemas"]["notification-escalation-policy-filter-updated_at"];
-      id?: components["schemas"]["notification-escalation-policy-filter-id"];
+      name?: string | components["schemas"]["notification-escalation-policy-filter-name"];
+      description?: string | components["schemas"]["notification-escalation-policy-filter-description"];
+      enabled?: boolean | components["schemas"]["notification-escalation-policy-filter-enabled"];
+      repeat_count?: number | components["schemas"]["notification-escalation-policy-filter-repeat_count"];
+      repeat_interval_seconds?:
+        | number
+        | components["schemas"]["notification-escalation-policy-filter-repeat_interval_seconds"];
+      resolve_notifies?:
+        | boolean
+        | components["schemas"]["notification-escalation-policy-filter-resolve_notifies"];
+      inserted_at?: string | components["schemas"]["notification-escalation-policy-filter-inserted_at"];
+      updated_at?: string | components["schemas"]["notification-escalation-policy-filter-updated_at"];
+      id?: string | components["schemas"]["notification-escalation-policy-filter-id"];
       steps?: components["schemas"]["notification-escalation-step-filter"];
     };
     "notification-escalation-step-filter-policy_id": {
@@ -6272,13 +7127,15 @@ export interface components {
       and?: components["schemas"]["notification-escalation-step-filter"][];
       or?: components["schemas"]["notification-escalation-step-filter"][];
       not?: components["schemas"]["notification-escalation-step-filter"];
-      policy_id?: components["schemas"]["notification-escalation-step-filter-policy_id"];
-      step_number?: components["schemas"]["notification-escalation-step-filter-step_number"];
-      delay_seconds?: components["schemas"]["notification-escalation-step-filter-delay_seconds"];
-      condition?: components["schemas"]["notification-escalation-step-filter-condition"];
-      inserted_at?: components["schemas"]["notification-escalation-step-filter-inserted_at"];
-      updated_at?: components["schemas"]["notification-escalation-step-filter-updated_at"];
-      id?: components["schemas"]["notification-escalation-step-filter-id"];
+      policy_id?: string | components["schemas"]["notification-escalation-step-filter-policy_id"];
+      step_number?: number | components["schemas"]["notification-escalation-step-filter-step_number"];
+      delay_seconds?: number | components["schemas"]["notification-escalation-step-filter-delay_seconds"];
+      condition?:
+        | ("always" | "if_unacknowledged")
+        | components["schemas"]["notification-escalation-step-filter-condition"];
+      inserted_at?: string | components["schemas"]["notification-escalation-step-filter-inserted_at"];
+      updated_at?: string | components["schemas"]["notification-escalation-step-filter-updated_at"];
+      id?: string | components["schemas"]["notification-escalation-step-filter-id"];
       policy?: components["schemas"]["notification-escalation-policy-filter"];
       step_channels?: components["schemas"]["notification-escalation-step-channel-filter"];
     };
@@ -6377,11 +7234,11 @@ export interface components {
       and?: components["schemas"]["notification-escalation-step-channel-filter"][];
       or?: components["schemas"]["notification-escalation-step-channel-filter"][];
       not?: components["schemas"]["notification-escalation-step-channel-filter"];
-      step_id?: components["schemas"]["notification-escalation-step-channel-filter-step_id"];
-      channel_id?: components["schemas"]["notification-escalation-step-channel-filter-channel_id"];
-      inserted_at?: components["schemas"]["notification-escalation-step-channel-filter-inserted_at"];
-      updated_at?: components["schemas"]["notification-escalation-step-channel-filter-updated_at"];
-      id?: components["schemas"]["notification-escalation-step-channel-filter-id"];
+      step_id?: string | components["schemas"]["notification-escalation-step-channel-filter-step_id"];
+      channel_id?: string | components["schemas"]["notification-escalation-step-channel-filter-channel_id"];
+      inserted_at?: string | components["schemas"]["notification-escalation-step-channel-filter-inserted_at"];
+      updated_at?: string | components["schemas"]["notification-escalation-step-channel-filter-updated_at"];
+      id?: string | components["schemas"]["notification-escalation-step-channel-filter-id"];
       step?: components["schemas"]["notification-escalation-step-filter"];
       channel?: components["schemas"]["notification-channel-filter"];
     };
@@ -6743,21 +7600,27 @@ export interface components {
       and?: components["schemas"]["notification-route-filter"][];
       or?: components["schemas"]["notification-route-filter"][];
       not?: components["schemas"]["notification-route-filter"];
-      name?: components["schemas"]["notification-route-filter-name"];
-      description?: components["schemas"]["notification-route-filter-description"];
-      enabled?: components["schemas"]["notification-route-filter-enabled"];
-      priority?: components["schemas"]["notification-route-filter-priority"];
-      match_expression?: components["schemas"]["notification-route-filter-match_expression"];
-      escalation_policy_id?: components["schemas"]["notification-route-filter-escalation_policy_id"];
-      schedule_id?: components["schemas"]["notification-route-filter-schedule_id"];
-      dedupe_key_template?: components["schemas"]["notification-route-filter-dedupe_key_template"];
-      throttle_seconds?: components["schemas"]["notification-route-filter-throttle_seconds"];
-      group_wait_seconds?: components["schemas"]["notification-route-filter-group_wait_seconds"];
-      group_interval_seconds?: components["schemas"]["notification-route-filter-group_interval_seconds"];
-      continue?: components["schemas"]["notification-route-filter-continue"];
-      inserted_at?: components["schemas"]["notification-route-filter-inserted_at"];
-      updated_at?: components["schemas"]["notification-route-filter-updated_at"];
-      id?: components["schemas"]["notification-route-filter-id"];
+      name?: string | components["schemas"]["notification-route-filter-name"];
+      description?: string | components["schemas"]["notification-route-filter-description"];
+      enabled?: boolean | components["schemas"]["notification-route-filter-enabled"];
+      priority?: number | components["schemas"]["notification-route-filter-priority"];
+      match_expression?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["notification-route-filter-match_expression"];
+      escalation_policy_id?: string | components["schemas"]["notification-route-filter-escalation_policy_id"];
+      schedule_id?: string | components["schemas"]["notification-route-filter-schedule_id"];
+      dedupe_key_template?: string | components["schemas"]["notification-route-filter-dedupe_key_template"];
+      throttle_seconds?: number | components["schemas"]["notification-route-filter-throttle_seconds"];
+      group_wait_seconds?: number | components["schemas"]["notification-route-filter-group_wait_seconds"];
+      group_interval_seconds?:
+        | number
+        | components["schemas"]["notification-route-filter-group_interval_seconds"];
+      continue?: boolean | components["schemas"]["notification-route-filter-continue"];
+      inserted_at?: string | components["schemas"]["notification-route-filter-inserted_at"];
+      updated_at?: string | components["schemas"]["notification-route-filter-updated_at"];
+      id?: string | components["schemas"]["notification-route-filter-id"];
       escalation_policy?: components["schemas"]["notification-escalation-policy-filter"];
     };
     /** @description OTLP metric data points (read-only) */
@@ -7086,24 +7949,32 @@ export interface components {
       and?: components["schemas"]["otel_metric_point-filter"][];
       or?: components["schemas"]["otel_metric_point-filter"][];
       not?: components["schemas"]["otel_metric_point-filter"];
-      timestamp?: components["schemas"]["otel_metric_point-filter-timestamp"];
-      metric_name?: components["schemas"]["otel_metric_point-filter-metric_name"];
-      metric_type?: components["schemas"]["otel_metric_point-filter-metric_type"];
-      description?: components["schemas"]["otel_metric_point-filter-description"];
-      unit?: components["schemas"]["otel_metric_point-filter-unit"];
-      temporality?: components["schemas"]["otel_metric_point-filter-temporality"];
-      is_monotonic?: components["schemas"]["otel_metric_point-filter-is_monotonic"];
-      service_name?: components["schemas"]["otel_metric_point-filter-service_name"];
-      value?: components["schemas"]["otel_metric_point-filter-value"];
-      count?: components["schemas"]["otel_metric_point-filter-count"];
-      sum?: components["schemas"]["otel_metric_point-filter-sum"];
-      min?: components["schemas"]["otel_metric_point-filter-min"];
-      max?: components["schemas"]["otel_metric_point-filter-max"];
-      attributes?: components["schemas"]["otel_metric_point-filter-attributes"];
-      resource_attributes?: components["schemas"]["otel_metric_point-filter-resource_attributes"];
-      partition?: components["schemas"]["otel_metric_point-filter-partition"];
-      created_at?: components["schemas"]["otel_metric_point-filter-created_at"];
-      id?: components["schemas"]["otel_metric_point-filter-id"];
+      timestamp?: string | components["schemas"]["otel_metric_point-filter-timestamp"];
+      metric_name?: string | components["schemas"]["otel_metric_point-filter-metric_name"];
+      metric_type?: string | components["schemas"]["otel_metric_point-filter-metric_type"];
+      description?: string | components["schemas"]["otel_metric_point-filter-description"];
+      unit?: string | components["schemas"]["otel_metric_point-filter-unit"];
+      temporality?: string | components["schemas"]["otel_metric_point-filter-temporality"];
+      is_monotonic?: boolean | components["schemas"]["otel_metric_point-filter-is_monotonic"];
+      service_name?: string | components["schemas"]["otel_metric_point-filter-service_name"];
+      value?: number | components["schemas"]["otel_metric_point-filter-value"];
+      count?: number | components["schemas"]["otel_metric_point-filter-count"];
+      sum?: number | components["schemas"]["otel_metric_point-filter-sum"];
+      min?: number | components["schemas"]["otel_metric_point-filter-min"];
+      max?: number | components["schemas"]["otel_metric_point-filter-max"];
+      attributes?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["otel_metric_point-filter-attributes"];
+      resource_attributes?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["otel_metric_point-filter-resource_attributes"];
+      partition?: string | components["schemas"]["otel_metric_point-filter-partition"];
+      created_at?: string | components["schemas"]["otel_metric_point-filter-created_at"];
+      id?: string | components["schemas"]["otel_metric_point-filter-id"];
     };
     /** @description Span-derived request metrics (read-only) */
     otel_metric: {
@@ -7476,28 +8347,28 @@ export interface components {
       and?: components["schemas"]["otel_metric-filter"][];
       or?: components["schemas"]["otel_metric-filter"][];
       not?: components["schemas"]["otel_metric-filter"];
-      timestamp?: components["schemas"]["otel_metric-filter-timestamp"];
-      trace_id?: components["schemas"]["otel_metric-filter-trace_id"];
-      span_id?: components["schemas"]["otel_metric-filter-span_id"];
-      service_name?: components["schemas"]["otel_metric-filter-service_name"];
-      span_name?: components["schemas"]["otel_metric-filter-span_name"];
-      span_kind?: components["schemas"]["otel_metric-filter-span_kind"];
-      metric_type?: components["schemas"]["otel_metric-filter-metric_type"];
-      component?: components["schemas"]["otel_metric-filter-component"];
-      level?: components["schemas"]["otel_metric-filter-level"];
-      duration_ms?: components["schemas"]["otel_metric-filter-duration_ms"];
-      duration_seconds?: components["schemas"]["otel_metric-filter-duration_seconds"];
-      http_method?: components["schemas"]["otel_metric-filter-http_method"];
-      http_route?: components["schemas"]["otel_metric-filter-http_route"];
-      http_status_code?: components["schemas"]["otel_metric-filter-http_status_code"];
-      grpc_service?: components["schemas"]["otel_metric-filter-grpc_service"];
-      grpc_method?: components["schemas"]["otel_metric-filter-grpc_method"];
-      grpc_status_code?: components["schemas"]["otel_metric-filter-grpc_status_code"];
-      is_slow?: components["schemas"]["otel_metric-filter-is_slow"];
-      unit?: components["schemas"]["otel_metric-filter-unit"];
-      partition?: components["schemas"]["otel_metric-filter-partition"];
-      created_at?: components["schemas"]["otel_metric-filter-created_at"];
-      id?: components["schemas"]["otel_metric-filter-id"];
+      timestamp?: string | components["schemas"]["otel_metric-filter-timestamp"];
+      trace_id?: string | components["schemas"]["otel_metric-filter-trace_id"];
+      span_id?: string | components["schemas"]["otel_metric-filter-span_id"];
+      service_name?: string | components["schemas"]["otel_metric-filter-service_name"];
+      span_name?: string | components["schemas"]["otel_metric-filter-span_name"];
+      span_kind?: string | components["schemas"]["otel_metric-filter-span_kind"];
+      metric_type?: string | components["schemas"]["otel_metric-filter-metric_type"];
+      component?: string | components["schemas"]["otel_metric-filter-component"];
+      level?: string | components["schemas"]["otel_metric-filter-level"];
+      duration_ms?: number | components["schemas"]["otel_metric-filter-duration_ms"];
+      duration_seconds?: number | components["schemas"]["otel_metric-filter-duration_seconds"];
+      http_method?: string | components["schemas"]["otel_metric-filter-http_method"];
+      http_route?: string | components["schemas"]["otel_metric-filter-http_route"];
+      http_status_code?: string | components["schemas"]["otel_metric-filter-http_status_code"];
+      grpc_service?: string | components["schemas"]["otel_metric-filter-grpc_service"];
+      grpc_method?: string | components["schemas"]["otel_metric-filter-grpc_method"];
+      grpc_status_code?: string | components["schemas"]["otel_metric-filter-grpc_status_code"];
+      is_slow?: boolean | components["schemas"]["otel_metric-filter-is_slow"];
+      unit?: string | components["schemas"]["otel_metric-filter-unit"];
+      partition?: string | components["schemas"]["otel_metric-filter-partition"];
+      created_at?: string | components["schemas"]["otel_metric-filter-created_at"];
+      id?: string | components["schemas"]["otel_metric-filter-id"];
     };
     /** @description One row per trace (read-only) */
     otel_trace_summary: {
@@ -7748,21 +8619,21 @@ export interface components {
       and?: components["schemas"]["otel_trace_summary-filter"][];
       or?: components["schemas"]["otel_trace_summary-filter"][];
       not?: components["schemas"]["otel_trace_summary-filter"];
-      timestamp?: components["schemas"]["otel_trace_summary-filter-timestamp"];
-      trace_id?: components["schemas"]["otel_trace_summary-filter-trace_id"];
-      root_span_id?: components["schemas"]["otel_trace_summary-filter-root_span_id"];
-      root_span_name?: components["schemas"]["otel_trace_summary-filter-root_span_name"];
-      root_service_name?: components["schemas"]["otel_trace_summary-filter-root_service_name"];
-      root_span_kind?: components["schemas"]["otel_trace_summary-filter-root_span_kind"];
-      start_time_unix_nano?: components["schemas"]["otel_trace_summary-filter-start_time_unix_nano"];
-      end_time_unix_nano?: components["schemas"]["otel_trace_summary-filter-end_time_unix_nano"];
-      duration_ms?: components["schemas"]["otel_trace_summary-filter-duration_ms"];
-      status_code?: components["schemas"]["otel_trace_summary-filter-status_code"];
-      span_count?: components["schemas"]["otel_trace_summary-filter-span_count"];
-      error_count?: components["schemas"]["otel_trace_summary-filter-error_count"];
-      partition?: components["schemas"]["otel_trace_summary-filter-partition"];
-      updated_at?: components["schemas"]["otel_trace_summary-filter-updated_at"];
-      id?: components["schemas"]["otel_trace_summary-filter-id"];
+      timestamp?: string | components["schemas"]["otel_trace_summary-filter-timestamp"];
+      trace_id?: string | components["schemas"]["otel_trace_summary-filter-trace_id"];
+      root_span_id?: string | components["schemas"]["otel_trace_summary-filter-root_span_id"];
+      root_span_name?: string | components["schemas"]["otel_trace_summary-filter-root_span_name"];
+      root_service_name?: string | components["schemas"]["otel_trace_summary-filter-root_service_name"];
+      root_span_kind?: number | components["schemas"]["otel_trace_summary-filter-root_span_kind"];
+      start_time_unix_nano?: number | components["schemas"]["otel_trace_summary-filter-start_time_unix_nano"];
+      end_time_unix_nano?: number | components["schemas"]["otel_trace_summary-filter-end_time_unix_nano"];
+      duration_ms?: number | components["schemas"]["otel_trace_summary-filter-duration_ms"];
+      status_code?: number | components["schemas"]["otel_trace_summary-filter-status_code"];
+      span_count?: number | components["schemas"]["otel_trace_summary-filter-span_count"];
+      error_count?: number | components["schemas"]["otel_trace_summary-filter-error_count"];
+      partition?: string | components["schemas"]["otel_trace_summary-filter-partition"];
+      updated_at?: string | components["schemas"]["otel_trace_summary-filter-updated_at"];
+      id?: string | components["schemas"]["otel_trace_summary-filter-id"];
     };
     /** @description OpenTelemetry spans (read-only) */
     otel_trace: {
@@ -8201,29 +9072,45 @@ export interface components {
       and?: components["schemas"]["otel_trace-filter"][];
       or?: components["schemas"]["otel_trace-filter"][];
       not?: components["schemas"]["otel_trace-filter"];
-      timestamp?: components["schemas"]["otel_trace-filter-timestamp"];
-      trace_id?: components["schemas"]["otel_trace-filter-trace_id"];
-      span_id?: components["schemas"]["otel_trace-filter-span_id"];
-      parent_span_id?: components["schemas"]["otel_trace-filter-parent_span_id"];
-      name?: components["schemas"]["otel_trace-filter-name"];
-      kind?: components["schemas"]["otel_trace-filter-kind"];
-      start_time_unix_nano?: components["schemas"]["otel_trace-filter-start_time_unix_nano"];
-      end_time_unix_nano?: components["schemas"]["otel_trace-filter-end_time_unix_nano"];
-      duration_ms?: components["schemas"]["otel_trace-filter-duration_ms"];
-      service_name?: components["schemas"]["otel_trace-filter-service_name"];
-      service_version?: components["schemas"]["otel_trace-filter-service_version"];
-      service_instance?: components["schemas"]["otel_trace-filter-service_instance"];
-      scope_name?: components["schemas"]["otel_trace-filter-scope_name"];
-      scope_version?: components["schemas"]["otel_trace-filter-scope_version"];
-      status_code?: components["schemas"]["otel_trace-filter-status_code"];
-      status_message?: components["schemas"]["otel_trace-filter-status_message"];
-      attributes?: components["schemas"]["otel_trace-filter-attributes"];
-      resource_attributes?: components["schemas"]["otel_trace-filter-resource_attributes"];
-      events?: components["schemas"]["otel_trace-filter-events"];
-      links?: components["schemas"]["otel_trace-filter-links"];
-      partition?: components["schemas"]["otel_trace-filter-partition"];
-      created_at?: components["schemas"]["otel_trace-filter-created_at"];
-      id?: components["schemas"]["otel_trace-filter-id"];
+      timestamp?: string | components["schemas"]["otel_trace-filter-timestamp"];
+      trace_id?: string | components["schemas"]["otel_trace-filter-trace_id"];
+      span_id?: string | components["schemas"]["otel_trace-filter-span_id"];
+      parent_span_id?: string | components["schemas"]["otel_trace-filter-parent_span_id"];
+      name?: string | components["schemas"]["otel_trace-filter-name"];
+      kind?: number | components["schemas"]["otel_trace-filter-kind"];
+      start_time_unix_nano?: number | components["schemas"]["otel_trace-filter-start_time_unix_nano"];
+      end_time_unix_nano?: number | components["schemas"]["otel_trace-filter-end_time_unix_nano"];
+      duration_ms?: number | components["schemas"]["otel_trace-filter-duration_ms"];
+      service_name?: string | components["schemas"]["otel_trace-filter-service_name"];
+      service_version?: string | components["schemas"]["otel_trace-filter-service_version"];
+      service_instance?: string | components["schemas"]["otel_trace-filter-service_instance"];
+      scope_name?: string | components["schemas"]["otel_trace-filter-scope_name"];
+      scope_version?: string | components["schemas"]["otel_trace-filter-scope_version"];
+      status_code?: number | components["schemas"]["otel_trace-filter-status_code"];
+      status_message?: string | components["schemas"]["otel_trace-filter-status_message"];
+      attributes?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["otel_trace-filter-attributes"];
+      resource_attributes?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["otel_trace-filter-resource_attributes"];
+      events?:
+        | {
+            [key: string]: unknown;
+          }[]
+        | components["schemas"]["otel_trace-filter-events"];
+      links?:
+        | {
+            [key: string]: unknown;
+          }[]
+        | components["schemas"]["otel_trace-filter-links"];
+      partition?: string | components["schemas"]["otel_trace-filter-partition"];
+      created_at?: string | components["schemas"]["otel_trace-filter-created_at"];
+      id?: string | components["schemas"]["otel_trace-filter-id"];
     };
     /** @description Poll jobs (read-only; managed by the scheduler and the poll-job state machine) */
     "poll-job": {
@@ -8632,28 +9519,38 @@ export interface components {
       and?: components["schemas"]["poll-job-filter"][];
       or?: components["schemas"]["poll-job-filter"][];
       not?: components["schemas"]["poll-job-filter"];
-      schedule_id?: components["schemas"]["poll-job-filter-schedule_id"];
-      schedule_name?: components["schemas"]["poll-job-filter-schedule_name"];
-      status?: components["schemas"]["poll-job-filter-status"];
-      agent_id?: components["schemas"]["poll-job-filter-agent_id"];
-      gateway_id?: components["schemas"]["poll-job-filter-gateway_id"];
-      check_count?: components["schemas"]["poll-job-filter-check_count"];
-      check_ids?: components["schemas"]["poll-job-filter-check_ids"];
-      success_count?: components["schemas"]["poll-job-filter-success_count"];
-      failure_count?: components["schemas"]["poll-job-filter-failure_count"];
-      priority?: components["schemas"]["poll-job-filter-priority"];
-      retry_count?: components["schemas"]["poll-job-filter-retry_count"];
-      max_retries?: components["schemas"]["poll-job-filter-max_retries"];
-      timeout_seconds?: components["schemas"]["poll-job-filter-timeout_seconds"];
-      duration_ms?: components["schemas"]["poll-job-filter-duration_ms"];
-      dispatched_at?: components["schemas"]["poll-job-filter-dispatched_at"];
-      started_at?: components["schemas"]["poll-job-filter-started_at"];
-      completed_at?: components["schemas"]["poll-job-filter-completed_at"];
-      error_code?: components["schemas"]["poll-job-filter-error_code"];
-      error_message?: components["schemas"]["poll-job-filter-error_message"];
-      results?: components["schemas"]["poll-job-filter-results"];
-      metadata?: components["schemas"]["poll-job-filter-metadata"];
-      id?: components["schemas"]["poll-job-filter-id"];
+      schedule_id?: string | components["schemas"]["poll-job-filter-schedule_id"];
+      schedule_name?: string | components["schemas"]["poll-job-filter-schedule_name"];
+      status?:
+        | ("pending" | "dispatching" | "running" | "completed" | "failed" | "timeout" | "cancelled")
+        | components["schemas"]["poll-job-filter-status"];
+      agent_id?: string | components["schemas"]["poll-job-filter-agent_id"];
+      gateway_id?: string | components["schemas"]["poll-job-filter-gateway_id"];
+      check_count?: number | components["schemas"]["poll-job-filter-check_count"];
+      check_ids?: string[] | components["schemas"]["poll-job-filter-check_ids"];
+      success_count?: number | components["schemas"]["poll-job-filter-success_count"];
+      failure_count?: number | components["schemas"]["poll-job-filter-failure_count"];
+      priority?: number | components["schemas"]["poll-job-filter-priority"];
+      retry_count?: number | components["schemas"]["poll-job-filter-retry_count"];
+      max_retries?: number | components["schemas"]["poll-job-filter-max_retries"];
+      timeout_seconds?: number | components["schemas"]["poll-job-filter-timeout_seconds"];
+      duration_ms?: number | components["schemas"]["poll-job-filter-duration_ms"];
+      dispatched_at?: string | components["schemas"]["poll-job-filter-dispatched_at"];
+      started_at?: string | components["schemas"]["poll-job-filter-started_at"];
+      completed_at?: string | components["schemas"]["poll-job-filter-completed_at"];
+      error_code?: string | components["schemas"]["poll-job-filter-error_code"];
+      error_message?: string | components["schemas"]["poll-job-filter-error_message"];
+      results?:
+        | {
+            [key: string]: unknown;
+          }[]
+        | components["schemas"]["poll-job-filter-results"];
+      metadata?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["poll-job-filter-metadata"];
+      id?: string | components["schemas"]["poll-job-filter-id"];
     };
     /** @description Service check results (read-only) */
     service_status: {
@@ -8963,23 +9860,27 @@ export interface components {
       and?: components["schemas"]["service_status-filter"][];
       or?: components["schemas"]["service_status-filter"][];
       not?: components["schemas"]["service_status-filter"];
-      timestamp?: components["schemas"]["service_status-filter-timestamp"];
-      service_check_id?: components["schemas"]["service_status-filter-service_check_id"];
-      device_uid?: components["schemas"]["service_status-filter-device_uid"];
-      agent_id?: components["schemas"]["service_status-filter-agent_id"];
-      gateway_id?: components["schemas"]["service_status-filter-gateway_id"];
-      service_name?: components["schemas"]["service_status-filter-service_name"];
-      service_type?: components["schemas"]["service_status-filter-service_type"];
-      available?: components["schemas"]["service_status-filter-available"];
-      status?: components["schemas"]["service_status-filter-status"];
-      response_time_ms?: components["schemas"]["service_status-filter-response_time_ms"];
-      message?: components["schemas"]["service_status-filter-message"];
-      details?: components["schemas"]["service_status-filter-details"];
-      port?: components["schemas"]["service_status-filter-port"];
-      protocol?: components["schemas"]["service_status-filter-protocol"];
-      partition?: components["schemas"]["service_status-filter-partition"];
-      created_at?: components["schemas"]["service_status-filter-created_at"];
-      id?: components["schemas"]["service_status-filter-id"];
+      timestamp?: string | components["schemas"]["service_status-filter-timestamp"];
+      service_check_id?: string | components["schemas"]["service_status-filter-service_check_id"];
+      device_uid?: string | components["schemas"]["service_status-filter-device_uid"];
+      agent_id?: string | components["schemas"]["service_status-filter-agent_id"];
+      gateway_id?: string | components["schemas"]["service_status-filter-gateway_id"];
+      service_name?: string | components["schemas"]["service_status-filter-service_name"];
+      service_type?: string | components["schemas"]["service_status-filter-service_type"];
+      available?: boolean | components["schemas"]["service_status-filter-available"];
+      status?: string | components["schemas"]["service_status-filter-status"];
+      response_time_ms?: number | components["schemas"]["service_status-filter-response_time_ms"];
+      message?: string | components["schemas"]["service_status-filter-message"];
+      details?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["service_status-filter-details"];
+      port?: number | components["schemas"]["service_status-filter-port"];
+      protocol?: string | components["schemas"]["service_status-filter-protocol"];
+      partition?: string | components["schemas"]["service_status-filter-partition"];
+      created_at?: string | components["schemas"]["service_status-filter-created_at"];
+      id?: string | components["schemas"]["service_status-filter-id"];
     };
     /** @description Service checks run by agents on their interval (reference §8.1) */
     "service-check": {
@@ -9023,6 +9924,7 @@ export interface components {
         readonly check_type_label?: string | null;
         /** Format: date-time */
         readonly next_check_at?: string | null;
+        readonly is_stale?: boolean | null;
       };
       relationships?: Record<string, never>;
       links?: {
@@ -9223,18 +10125,24 @@ export interface components {
       and?: components["schemas"]["service-check-filter"][];
       or?: components["schemas"]["service-check-filter"][];
       not?: components["schemas"]["service-check-filter"];
-      name?: components["schemas"]["service-check-filter-name"];
-      description?: components["schemas"]["service-check-filter-description"];
-      check_type?: components["schemas"]["service-check-filter-check_type"];
-      port?: components["schemas"]["service-check-filter-port"];
-      critical_threshold_ms?: components["schemas"]["service-check-filter-critical_threshold_ms"];
-      agent_uid?: components["schemas"]["service-check-filter-agent_uid"];
-      device_uid?: components["schemas"]["service-check-filter-device_uid"];
-      enabled?: components["schemas"]["service-check-filter-enabled"];
-      metadata?: components["schemas"]["service-check-filter-metadata"];
-      last_check_at?: components["schemas"]["service-check-filter-last_check_at"];
-      last_response_time_ms?: components["schemas"]["service-check-filter-last_response_time_ms"];
-      id?: components["schemas"]["service-check-filter-id"];
+      name?: string | components["schemas"]["service-check-filter-name"];
+      description?: string | components["schemas"]["service-check-filter-description"];
+      check_type?:
+        | ("ping" | "http" | "tcp" | "snmp" | "grpc" | "dns" | "mtr" | "custom")
+        | components["schemas"]["service-check-filter-check_type"];
+      port?: number | components["schemas"]["service-check-filter-port"];
+      critical_threshold_ms?: number | components["schemas"]["service-check-filter-critical_threshold_ms"];
+      agent_uid?: string | components["schemas"]["service-check-filter-agent_uid"];
+      device_uid?: string | components["schemas"]["service-check-filter-device_uid"];
+      enabled?: boolean | components["schemas"]["service-check-filter-enabled"];
+      metadata?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["service-check-filter-metadata"];
+      last_check_at?: string | components["schemas"]["service-check-filter-last_check_at"];
+      last_response_time_ms?: number | components["schemas"]["service-check-filter-last_response_time_ms"];
+      id?: string | components["schemas"]["service-check-filter-id"];
     };
     /** @description Threshold-over-window alert rules on logs or promoted events */
     "stateful-alert-rule": {
@@ -9555,23 +10463,35 @@ export interface components {
       and?: components["schemas"]["stateful-alert-rule-filter"][];
       or?: components["schemas"]["stateful-alert-rule-filter"][];
       not?: components["schemas"]["stateful-alert-rule-filter"];
-      name?: components["schemas"]["stateful-alert-rule-filter-name"];
-      description?: components["schemas"]["stateful-alert-rule-filter-description"];
-      enabled?: components["schemas"]["stateful-alert-rule-filter-enabled"];
-      priority?: components["schemas"]["stateful-alert-rule-filter-priority"];
-      signal?: components["schemas"]["stateful-alert-rule-filter-signal"];
-      match?: components["schemas"]["stateful-alert-rule-filter-match"];
-      group_by?: components["schemas"]["stateful-alert-rule-filter-group_by"];
-      threshold?: components["schemas"]["stateful-alert-rule-filter-threshold"];
-      window_seconds?: components["schemas"]["stateful-alert-rule-filter-window_seconds"];
-      bucket_seconds?: components["schemas"]["stateful-alert-rule-filter-bucket_seconds"];
-      cooldown_seconds?: components["schemas"]["stateful-alert-rule-filter-cooldown_seconds"];
-      renotify_seconds?: components["schemas"]["stateful-alert-rule-filter-renotify_seconds"];
-      event?: components["schemas"]["stateful-alert-rule-filter-event"];
-      alert?: components["schemas"]["stateful-alert-rule-filter-alert"];
-      inserted_at?: components["schemas"]["stateful-alert-rule-filter-inserted_at"];
-      updated_at?: components["schemas"]["stateful-alert-rule-filter-updated_at"];
-      id?: components["schemas"]["stateful-alert-rule-filter-id"];
+      name?: string | components["schemas"]["stateful-alert-rule-filter-name"];
+      description?: string | components["schemas"]["stateful-alert-rule-filter-description"];
+      enabled?: boolean | components["schemas"]["stateful-alert-rule-filter-enabled"];
+      priority?: number | components["schemas"]["stateful-alert-rule-filter-priority"];
+      signal?: ("log" | "event") | components["schemas"]["stateful-alert-rule-filter-signal"];
+      match?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["stateful-alert-rule-filter-match"];
+      group_by?: string[] | components["schemas"]["stateful-alert-rule-filter-group_by"];
+      threshold?: number | components["schemas"]["stateful-alert-rule-filter-threshold"];
+      window_seconds?: number | components["schemas"]["stateful-alert-rule-filter-window_seconds"];
+      bucket_seconds?: number | components["schemas"]["stateful-alert-rule-filter-bucket_seconds"];
+      cooldown_seconds?: number | components["schemas"]["stateful-alert-rule-filter-cooldown_seconds"];
+      renotify_seconds?: number | components["schemas"]["stateful-alert-rule-filter-renotify_seconds"];
+      event?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["stateful-alert-rule-filter-event"];
+      alert?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["stateful-alert-rule-filter-alert"];
+      inserted_at?: string | components["schemas"]["stateful-alert-rule-filter-inserted_at"];
+      updated_at?: string | components["schemas"]["stateful-alert-rule-filter-updated_at"];
+      id?: string | components["schemas"]["stateful-alert-rule-filter-id"];
     };
     /** @description Device time series (read-only) */
     timeseries_metric: {
@@ -9861,21 +10781,29 @@ export interface components {
       and?: components["schemas"]["timeseries_metric-filter"][];
       or?: components["schemas"]["timeseries_metric-filter"][];
       not?: components["schemas"]["timeseries_metric-filter"];
-      timestamp?: components["schemas"]["timeseries_metric-filter-timestamp"];
-      gateway_id?: components["schemas"]["timeseries_metric-filter-gateway_id"];
-      agent_id?: components["schemas"]["timeseries_metric-filter-agent_id"];
-      metric_name?: components["schemas"]["timeseries_metric-filter-metric_name"];
-      metric_type?: components["schemas"]["timeseries_metric-filter-metric_type"];
-      device_id?: components["schemas"]["timeseries_metric-filter-device_id"];
-      target_device_ip?: components["schemas"]["timeseries_metric-filter-target_device_ip"];
-      if_index?: components["schemas"]["timeseries_metric-filter-if_index"];
-      value?: components["schemas"]["timeseries_metric-filter-value"];
-      unit?: components["schemas"]["timeseries_metric-filter-unit"];
-      tags?: components["schemas"]["timeseries_metric-filter-tags"];
-      metadata?: components["schemas"]["timeseries_metric-filter-metadata"];
-      partition?: components["schemas"]["timeseries_metric-filter-partition"];
-      created_at?: components["schemas"]["timeseries_metric-filter-created_at"];
-      id?: components["schemas"]["timeseries_metric-filter-id"];
+      timestamp?: string | components["schemas"]["timeseries_metric-filter-timestamp"];
+      gateway_id?: string | components["schemas"]["timeseries_metric-filter-gateway_id"];
+      agent_id?: string | components["schemas"]["timeseries_metric-filter-agent_id"];
+      metric_name?: string | components["schemas"]["timeseries_metric-filter-metric_name"];
+      metric_type?: string | components["schemas"]["timeseries_metric-filter-metric_type"];
+      device_id?: string | components["schemas"]["timeseries_metric-filter-device_id"];
+      target_device_ip?: string | components["schemas"]["timeseries_metric-filter-target_device_ip"];
+      if_index?: number | components["schemas"]["timeseries_metric-filter-if_index"];
+      value?: number | components["schemas"]["timeseries_metric-filter-value"];
+      unit?: string | components["schemas"]["timeseries_metric-filter-unit"];
+      tags?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["timeseries_metric-filter-tags"];
+      metadata?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["timeseries_metric-filter-metadata"];
+      partition?: string | components["schemas"]["timeseries_metric-filter-partition"];
+      created_at?: string | components["schemas"]["timeseries_metric-filter-created_at"];
+      id?: string | components["schemas"]["timeseries_metric-filter-id"];
     };
     /** @description Hourly rollup of device time series (read-only) */
     timeseries_metric_hourly: {
@@ -10099,19 +11027,19 @@ export interface components {
       and?: components["schemas"]["timeseries_metric_hourly-filter"][];
       or?: components["schemas"]["timeseries_metric_hourly-filter"][];
       not?: components["schemas"]["timeseries_metric_hourly-filter"];
-      bucket?: components["schemas"]["timeseries_metric_hourly-filter-bucket"];
-      device_id?: components["schemas"]["timeseries_metric_hourly-filter-device_id"];
-      metric_name?: components["schemas"]["timeseries_metric_hourly-filter-metric_name"];
-      metric_type?: components["schemas"]["timeseries_metric_hourly-filter-metric_type"];
-      gateway_id?: components["schemas"]["timeseries_metric_hourly-filter-gateway_id"];
-      agent_id?: components["schemas"]["timeseries_metric_hourly-filter-agent_id"];
-      partition?: components["schemas"]["timeseries_metric_hourly-filter-partition"];
-      avg_value?: components["schemas"]["timeseries_metric_hourly-filter-avg_value"];
-      min_value?: components["schemas"]["timeseries_metric_hourly-filter-min_value"];
-      max_value?: components["schemas"]["timeseries_metric_hourly-filter-max_value"];
-      sum_value?: components["schemas"]["timeseries_metric_hourly-filter-sum_value"];
-      sample_count?: components["schemas"]["timeseries_metric_hourly-filter-sample_count"];
-      id?: components["schemas"]["timeseries_metric_hourly-filter-id"];
+      bucket?: string | components["schemas"]["timeseries_metric_hourly-filter-bucket"];
+      device_id?: string | components["schemas"]["timeseries_metric_hourly-filter-device_id"];
+      metric_name?: string | components["schemas"]["timeseries_metric_hourly-filter-metric_name"];
+      metric_type?: string | components["schemas"]["timeseries_metric_hourly-filter-metric_type"];
+      gateway_id?: string | components["schemas"]["timeseries_metric_hourly-filter-gateway_id"];
+      agent_id?: string | components["schemas"]["timeseries_metric_hourly-filter-agent_id"];
+      partition?: string | components["schemas"]["timeseries_metric_hourly-filter-partition"];
+      avg_value?: number | components["schemas"]["timeseries_metric_hourly-filter-avg_value"];
+      min_value?: number | components["schemas"]["timeseries_metric_hourly-filter-min_value"];
+      max_value?: number | components["schemas"]["timeseries_metric_hourly-filter-max_value"];
+      sum_value?: number | components["schemas"]["timeseries_metric_hourly-filter-sum_value"];
+      sample_count?: number | components["schemas"]["timeseries_metric_hourly-filter-sample_count"];
+      id?: string | components["schemas"]["timeseries_metric_hourly-filter-id"];
     };
     /** @description Hourly rollup of interface counters (read-only) */
     timeseries_metric_interface_hourly: {
@@ -10348,20 +11276,20 @@ export interface components {
       and?: components["schemas"]["timeseries_metric_interface_hourly-filter"][];
       or?: components["schemas"]["timeseries_metric_interface_hourly-filter"][];
       not?: components["schemas"]["timeseries_metric_interface_hourly-filter"];
-      bucket?: components["schemas"]["timeseries_metric_interface_hourly-filter-bucket"];
-      device_id?: components["schemas"]["timeseries_metric_interface_hourly-filter-device_id"];
-      metric_name?: components["schemas"]["timeseries_metric_interface_hourly-filter-metric_name"];
-      metric_type?: components["schemas"]["timeseries_metric_interface_hourly-filter-metric_type"];
-      gateway_id?: components["schemas"]["timeseries_metric_interface_hourly-filter-gateway_id"];
-      agent_id?: components["schemas"]["timeseries_metric_interface_hourly-filter-agent_id"];
-      partition?: components["schemas"]["timeseries_metric_interface_hourly-filter-partition"];
-      avg_value?: components["schemas"]["timeseries_metric_interface_hourly-filter-avg_value"];
-      min_value?: components["schemas"]["timeseries_metric_interface_hourly-filter-min_value"];
-      max_value?: components["schemas"]["timeseries_metric_interface_hourly-filter-max_value"];
-      sum_value?: components["schemas"]["timeseries_metric_interface_hourly-filter-sum_value"];
-      sample_count?: components["schemas"]["timeseries_metric_interface_hourly-filter-sample_count"];
-      if_index?: components["schemas"]["timeseries_metric_interface_hourly-filter-if_index"];
-      id?: components["schemas"]["timeseries_metric_interface_hourly-filter-id"];
+      bucket?: string | components["schemas"]["timeseries_metric_interface_hourly-filter-bucket"];
+      device_id?: string | components["schemas"]["timeseries_metric_interface_hourly-filter-device_id"];
+      metric_name?: string | components["schemas"]["timeseries_metric_interface_hourly-filter-metric_name"];
+      metric_type?: string | components["schemas"]["timeseries_metric_interface_hourly-filter-metric_type"];
+      gateway_id?: string | components["schemas"]["timeseries_metric_interface_hourly-filter-gateway_id"];
+      agent_id?: string | components["schemas"]["timeseries_metric_interface_hourly-filter-agent_id"];
+      partition?: string | components["schemas"]["timeseries_metric_interface_hourly-filter-partition"];
+      avg_value?: number | components["schemas"]["timeseries_metric_interface_hourly-filter-avg_value"];
+      min_value?: number | components["schemas"]["timeseries_metric_interface_hourly-filter-min_value"];
+      max_value?: number | components["schemas"]["timeseries_metric_interface_hourly-filter-max_value"];
+      sum_value?: number | components["schemas"]["timeseries_metric_interface_hourly-filter-sum_value"];
+      sample_count?: number | components["schemas"]["timeseries_metric_interface_hourly-filter-sample_count"];
+      if_index?: number | components["schemas"]["timeseries_metric_interface_hourly-filter-if_index"];
+      id?: string | components["schemas"]["timeseries_metric_interface_hourly-filter-id"];
     };
   };
   responses: {
@@ -10473,6 +11401,21 @@ export interface operations {
       };
     };
     responses: {
+      /** @description Already registered: the existing record, re-registered (see the operation description) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["agent"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
       /** @description Success */
       201: {
         headers: {
@@ -10795,6 +11738,256 @@ export interface operations {
         content: {
           "application/vnd.api+json": {
             data?: components["schemas"]["agent"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  alert_silence_index: {
+    parameters: {
+      query?: {
+        /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
+        filter?: components["schemas"]["alert-silence-filter"];
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, starts_at, ends_at, comment, created_by, inserted_at, updated_at */
+        sort?: string;
+        /** @description Pagination (offset, keyset); default 100, maximum page size 1000; always applied */
+        page?: {
+          /** @default 100 */
+          limit?: number;
+          count?: boolean;
+          offset?: number;
+          /** @description opaque keyset cursor */
+          after?: string;
+          /** @description opaque keyset cursor */
+          before?: string;
+        };
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["alert-silence"][];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  alert_silence_create: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "alert-silence";
+            attributes: {
+              matchers: {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              starts_at?: string;
+              /** Format: date-time */
+              ends_at: string;
+              comment: string;
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["alert-silence"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  alert_silence_read: {
+    parameters: {
+      query?: {
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["alert-silence"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  alert_silence_delete: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  alert_silence_update: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "alert-silence";
+            attributes?: {
+              matchers?: {
+                [key: string]: unknown;
+              };
+              /** Format: date-time */
+              starts_at?: string;
+              /** Format: date-time */
+              ends_at?: string;
+              comment?: string;
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["alert-silence"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  alert_silence_expire: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "alert-silence";
+            attributes?: Record<string, never>;
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["alert-silence"];
             included?: Record<string, never>[];
             meta?: Record<string, never>;
             links?: components["schemas"]["links"];
@@ -11339,6 +12532,31 @@ export interface operations {
       default: components["responses"]["errors"];
     };
   };
+  device_cleanup_settings_singleton: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The device cleanup settings (a singleton, created with defaults on first read) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["device_cleanup_settings"];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
   device_cleanup_settings_create: {
     parameters: {
       query?: never;
@@ -11687,7 +12905,7 @@ export interface operations {
       query?: {
         /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
         filter?: components["schemas"]["device-filter"];
-        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, uid, partition, type_id, type, name, hostname, ip, mac, uid_alt, vendor_name, model, domain, zone, subnet_uid, vlan_uid, region, first_seen_time, last_seen_time, created_time, modified_time, risk_level_id, risk_level, risk_score, is_managed, is_compliant, is_trusted, is_available, gateway_id, agent_id, management_device_id, deleted_at, deleted_by, deleted_reason, group_id */
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, uid, partition, type_id, type, name, hostname, ip, mac, uid_alt, vendor_name, model, domain, zone, subnet_uid, vlan_uid, region, first_seen_time, last_seen_time, created_time, modified_time, risk_level_id, risk_level, risk_score, is_managed, is_compliant, is_trusted, is_available, availability_changed_at, availability_reason, gateway_id, agent_id, management_device_id, deleted_at, deleted_by, deleted_reason, group_id */
         sort?: string;
         /** @description Pagination (keyset, offset); default 100, maximum page size 5000; always applied */
         page?: {
@@ -12112,7 +13330,6 @@ export interface operations {
               metadata?: {
                 [key: string]: unknown;
               };
-              created_by?: string | null;
               /** Format: uuid */
               partition_id?: string | null;
             };
@@ -12125,6 +13342,21 @@ export interface operations {
       };
     };
     responses: {
+      /** @description Already registered: the existing record, re-registered (see the operation description) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["gateway"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
       /** @description Success */
       201: {
         headers: {
@@ -12936,7 +14168,7 @@ export interface operations {
         };
         content: {
           "application/vnd.api+json": {
-            data?: components["schemas"]["interface_setting"][];
+            data?: components["schemas"]["interface_setting"];
             included?: Record<string, never>[];
             meta?: Record<string, never>;
             links?: components["schemas"]["links"];
@@ -13133,6 +14365,312 @@ export interface operations {
         content: {
           "application/vnd.api+json": {
             data?: components["schemas"]["notification-channel"][];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  notification_channel_create: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "notification-channel";
+            attributes: {
+              name: string;
+              description?: string | null;
+              /** @enum {string} */
+              provider: "webhook" | "email";
+              enabled?: boolean;
+              config?: {
+                [key: string]: unknown;
+              };
+              secret_refs?: {
+                [key: string]: unknown;
+              };
+              /** @enum {string} */
+              execution_route?: "control_plane" | "edge_agent";
+              agent_uid?: string | null;
+              /** Format: uuid */
+              fallback_channel_id?: string | null;
+              fail_closed?: boolean;
+              rate_limit_per_minute?: number | null;
+              max_attempts?: number;
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["notification-channel"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  notification_channel_read: {
+    parameters: {
+      query?: {
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["notification-channel"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  notification_channel_delete: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  notification_channel_update: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "notification-channel";
+            attributes?: {
+              name?: string;
+              description?: string | null;
+              enabled?: boolean;
+              config?: {
+                [key: string]: unknown;
+              };
+              secret_refs?: {
+                [key: string]: unknown;
+              };
+              /** @enum {string} */
+              execution_route?: "control_plane" | "edge_agent";
+              agent_uid?: string | null;
+              /** Format: uuid */
+              fallback_channel_id?: string | null;
+              fail_closed?: boolean;
+              rate_limit_per_minute?: number | null;
+              max_attempts?: number;
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["notification-channel"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  notification_channel_test: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "notification-channel";
+            attributes?: Record<string, never>;
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["notification-channel"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  notification_delivery_index: {
+    parameters: {
+      query?: {
+        /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
+        filter?: components["schemas"]["notification-delivery-filter"];
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, alert_id, route_id, policy_id, channel_id, step_number, repeat_number, lifecycle_reason, status, suppression_reason, provider, attempts, max_attempts, next_attempt_at, last_error, response_status, sent_at, inserted_at, updated_at */
+        sort?: string;
+        /** @description Pagination (keyset, offset); default 100, maximum page size 1000; always applied */
+        page?: {
+          /** @default 100 */
+          limit?: number;
+          count?: boolean;
+          offset?: number;
+          /** @description opaque keyset cursor */
+          after?: string;
+          /** @description opaque keyset cursor */
+          before?: string;
+        };
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["notification-delivery"][];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  notification_delivery_read: {
+    parameters: {
+      query?: {
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["notification-delivery"];
             included?: Record<string, never>[];
             meta?: Record<string, never>;
             links?: components["schemas"]["links"];
@@ -13552,6 +15090,53 @@ export interface operations {
             meta?: Record<string, never>;
             links?: components["schemas"]["links"];
             jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  notification_route_quick: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "notification-route";
+            attributes: {
+              name: string;
+              channel_ids: string[];
+              /** @enum {string} */
+              min_severity?: "info" | "warning" | "critical";
+              match_expression?: {
+                [key: string]: unknown;
+              } | null;
+              repeat_interval_seconds?: number | null;
+              priority?: number | null;
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            [key: string]: unknown;
           };
         };
       };
@@ -14357,6 +15942,27 @@ export interface operations {
       default: components["responses"]["errors"];
     };
   };
+  service_check_delete: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      default: components["responses"]["errors"];
+    };
+  };
   service_check_update: {
     parameters: {
       query?: never;
@@ -14393,6 +15999,49 @@ export interface operations {
               /** Format: uuid */
               schedule_id?: string | null;
             };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["service-check"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  service_check_run: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "service-check";
+            attributes?: Record<string, never>;
             relationships?: Record<string, never>;
             meta?: Record<string, never>;
             id?: string;
@@ -15041,7 +16690,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/vnd.api+json": Record<string, never>;
+          "application/json": Record<string, never>;
         };
       };
       default: components["responses"]["errors"];
