@@ -5,6 +5,7 @@ import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } fro
 import { join, type SqlFragment, sql } from "../storage/sql.ts";
 import { macHex, normalizeIp } from "./addresses.ts";
 import { applySightings, type Sighting, validateSightings } from "./ingest.ts";
+import { findPlugin, requireApprovedPlugin } from "./plugin-gate.ts";
 
 /** Records per snapshot upload. */
 export const MAX_SNAPSHOT_RECORDS = 10_000;
@@ -151,6 +152,11 @@ export async function uploadSnapshot(ctx: AppContext, actor: Actor, body: unknow
     });
   if (actor.partitions !== null && !actor.partitions.includes(partition))
     throw new ForbiddenError("you may not write to that partition");
+  const plugin = requireApprovedPlugin(await findPlugin(ctx.db, source, instance, partition), actor, {
+    source,
+    instance,
+    partition,
+  });
   const collection =
     typeof body.collection === "string" && body.collection.trim() !== "" ? body.collection.trim() : null;
   if (collection !== null && !COLLECTION_RE.test(collection))
@@ -265,6 +271,7 @@ export async function uploadSnapshot(ctx: AppContext, actor: Actor, body: unknow
       }
     }
 
+    await tx.query(sql`UPDATE inventory_plugins SET last_snapshot_at = ${now} WHERE id = ${plugin.id}`);
     await tx.query(
       sql`INSERT INTO source_inventory_sources (source, source_instance, partition)
           VALUES (${source}, ${instance}, ${partition})
@@ -502,6 +509,7 @@ export async function readSnapshot(ctx: AppContext, actor: Actor, query: Record<
     return { coll, rows };
   };
   const { coll, rows } = await run();
+  const plugin = await findPlugin(ctx.db, source, instance, partition);
   const hasMore = rows.length > limit;
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
@@ -511,6 +519,8 @@ export async function readSnapshot(ctx: AppContext, actor: Actor, query: Record<
     source,
     source_instance: instance,
     partition,
+    // The plugin that reports this source instance (null for snapshots from before plugins).
+    plugin: plugin ? { id: plugin.id, name: plugin.name, status: plugin.status } : null,
     collection: collectionJson(coll),
     rows: page.map((r) => ({
       canonical_device_uid: r.canonical_device_uid,

@@ -151,7 +151,7 @@ export async function registerJsonApi(app: FastifyInstance, ctx: AppContext): Pr
 
   const dir = swaggerDir();
   // The same rule as the document it loads (spec 4.1: "from an authenticated deployment").
-  const page = { config: { access: { authenticated: true }, rateLimit: "none" } } as const;
+  const page = { config: { access: { authenticated: true }, rateLimit: "api_default" } } as const;
   app.get(`${PREFIX}/swaggerui`, page, async (_request, reply) =>
     // Swagger UI sets inline styles from its bundle; scripts stay 'self' only.
     reply.type("text/html; charset=utf-8").header("content-security-policy", SWAGGER_CSP).send(SWAGGER_HTML),

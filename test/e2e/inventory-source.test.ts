@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { authHeaders, tokenFor } from "../helpers/auth.ts";
+import { authHeaders, createUser, tokenFor } from "../helpers/auth.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: decoded JSON response bodies, asserted field by field
@@ -8,10 +8,45 @@ let server: TestServer;
 let operator: string;
 let viewer: string;
 
+let admin: string;
+let operatorId: string;
+
+const J = "application/vnd.api+json";
+async function v2(method: string, path: string, token: string, attributes?: Record<string, unknown>) {
+  const res = await server.fetch(`/api/v2${path}`, {
+    method,
+    headers: { ...authHeaders(token), accept: J, ...(attributes ? { "content-type": J } : {}) },
+    body: attributes ? JSON.stringify({ data: { type: "inventory-plugin", attributes } }) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : null) as Json };
+}
+
+/** Register (as the operator) and approve (as an admin) the plugin of a source instance. */
+async function approvedPlugin(source: string, instance: string): Promise<string> {
+  const created = await v2("POST", "/inventory-plugins", operator, {
+    name: `${source}-${instance}`,
+    source,
+    source_instance: instance,
+  });
+  expect(created.status).toBe(201);
+  expect(created.body.data.attributes).toMatchObject({ status: "pending", owner_user_id: operatorId });
+  const id = created.body.data.id as string;
+  const approved = await v2("PATCH", `/inventory-plugins/${id}/approve`, admin);
+  expect(approved.status).toBe(200);
+  expect(approved.body.data.attributes.status).toBe("approved");
+  return id;
+}
+
 beforeAll(async () => {
   server = await startTestServer();
-  operator = await tokenFor(server, "operator");
+  const op = await createUser(server, { role: "operator" });
+  operatorId = op.id;
+  operator = await tokenFor(server, { id: op.id });
   viewer = await tokenFor(server, "viewer");
+  admin = await tokenFor(server, "admin");
+  await approvedPlugin("netbox", "dc1");
+  await approvedPlugin("csv", "a");
 });
 afterAll(async () => {
   await server?.stop();
@@ -175,5 +210,67 @@ describe("source inventory", () => {
       ],
     });
     expect([dup.status, dup.body.error]).toEqual([400, "duplicate_record"]);
+  });
+});
+
+describe("inventory plugins (spec 4.4: snapshots only from an approved plugin)", () => {
+  it("refuses unregistered, pending, foreign and disabled plugins, saying which step is missing", async () => {
+    const upload = (token: string, source: string, instance: string) =>
+      call("POST", "/api/v1/source-inventory", token, {
+        source,
+        instance,
+        records: [{ source_record_id: "r1", ip: "10.82.0.1" }],
+      });
+    const none = await upload(operator, "armis", "eu");
+    expect(none.status).toBe(403);
+    expect(none.body.error).toBe("plugin_not_registered");
+    expect(none.body.message).toContain("POST /api/v2/inventory-plugins");
+
+    const created = await v2("POST", "/inventory-plugins", operator, {
+      name: "armis-eu",
+      source: "armis",
+      source_instance: "eu",
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id as string;
+    expect((await upload(operator, "armis", "eu")).body.error).toBe("plugin_not_approved");
+
+    // Approval is an admin's: the owner (an operator) and a viewer cannot approve.
+    expect((await v2("PATCH", `/inventory-plugins/${id}/approve`, operator)).status).toBe(403);
+    expect((await v2("PATCH", `/inventory-plugins/${id}/approve`, viewer)).status).toBe(403);
+    expect((await v2("PATCH", `/inventory-plugins/${id}/approve`, admin)).status).toBe(200);
+
+    // Another user holding devices.ingest may not report for this plugin.
+    const other = await tokenFor(server, "operator");
+    expect((await upload(other, "armis", "eu")).body.error).toBe("plugin_owner_mismatch");
+
+    const ok = await upload(operator, "armis", "eu");
+    expect(ok.status).toBe(200);
+    const read = await call("GET", "/api/v1/source-inventory?source=armis&instance=eu", viewer);
+    expect(read.status).toBe(200);
+    expect(read.body.plugin).toEqual({ id, name: "armis-eu", status: "approved" });
+    const listed = await v2("GET", `/inventory-plugins/${id}`, viewer);
+    expect(listed.body.data.attributes.last_snapshot_at).toBeTruthy();
+
+    expect((await v2("PATCH", `/inventory-plugins/${id}/disable`, admin)).status).toBe(200);
+    const disabled = await upload(operator, "armis", "eu");
+    expect(disabled.status).toBe(403);
+    expect(disabled.body.error).toBe("plugin_disabled");
+    expect((await v2("PATCH", `/inventory-plugins/${id}/enable`, admin)).status).toBe(200);
+    expect((await upload(operator, "armis", "eu")).status).toBe(200);
+
+    // One plugin per source instance.
+    const dup = await v2("POST", "/inventory-plugins", operator, {
+      name: "armis-eu-2",
+      source: "armis",
+      source_instance: "eu",
+    });
+    expect(dup.status).toBe(409);
+    const badSource = await v2("POST", "/inventory-plugins", operator, {
+      name: "bad",
+      source: "Not Valid!",
+      source_instance: "eu",
+    });
+    expect(badSource.status).toBe(422);
   });
 });

@@ -444,3 +444,5 @@ export const interfaceSettingResource = registerResource(
     touchColumn: "updated_at",
   }),
 );
+
+import "./plugins.ts";

@@ -1061,6 +1061,118 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/v2/inventory-plugins": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List inventory-plugin resources
+     * @description Access: permission devices.view.
+     */
+    get: operations["inventory_plugin_index"];
+    put?: never;
+    /**
+     * Register an inventory plugin (pending until an admin approves it)
+     * @description Access: permission devices.ingest.
+     */
+    post: operations["inventory_plugin_create"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v2/inventory-plugins/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read one inventory-plugin
+     * @description Access: permission devices.view.
+     */
+    get: operations["inventory_plugin_read"];
+    put?: never;
+    post?: never;
+    /**
+     * Remove an inventory plugin (its snapshots stay readable)
+     * @description Access: role admin or higher.
+     */
+    delete: operations["inventory_plugin_delete"];
+    options?: never;
+    head?: never;
+    /**
+     * Rename or describe an inventory plugin
+     * @description Access: role admin or higher.
+     */
+    patch: operations["inventory_plugin_update"];
+    trace?: never;
+  };
+  "/api/v2/inventory-plugins/{id}/approve": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Approve: its owner may now submit snapshots (from: pending; to: approved)
+     * @description Access: role admin or higher.
+     */
+    patch: operations["inventory_plugin_approve"];
+    trace?: never;
+  };
+  "/api/v2/inventory-plugins/{id}/disable": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Disable: snapshot uploads are refused until re-enabled (from: pending, approved; to: disabled)
+     * @description Access: role admin or higher.
+     */
+    patch: operations["inventory_plugin_disable"];
+    trace?: never;
+  };
+  "/api/v2/inventory-plugins/{id}/enable": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Re-enable a disabled plugin (from: disabled; to: approved)
+     * @description Access: role admin or higher.
+     */
+    patch: operations["inventory_plugin_enable"];
+    trace?: never;
+  };
   "/api/v2/logs": {
     parameters: {
       query?: never;
@@ -5587,6 +5699,294 @@ export interface components {
         self?: string;
       };
       meta?: Record<string, never>;
+    };
+    /** @description Inventory plugins: the sources allowed to report source-inventory snapshots (registered by their owner, approved by an admin) */
+    "inventory-plugin": {
+      /** @enum {string} */
+      type: "inventory-plugin";
+      id: string;
+      attributes?: {
+        name?: string;
+        description?: string | null;
+        source?: string;
+        source_instance?: string;
+        partition?: string;
+        /**
+         * Format: uuid
+         * @description The user whose credentials submit snapshots (default: the caller)
+         */
+        owner_user_id?: string;
+        /** @enum {string} */
+        status?: "pending" | "approved" | "disabled";
+        status_reason?: string | null;
+        approved_by?: string | null;
+        /** Format: date-time */
+        approved_at?: string | null;
+        /** Format: date-time */
+        last_snapshot_at?: string | null;
+        /** Format: date-time */
+        inserted_at?: string;
+        /** Format: date-time */
+        updated_at?: string;
+      };
+      relationships?: Record<string, never>;
+      links?: {
+        self?: string;
+      };
+      meta?: Record<string, never>;
+    };
+    "inventory-plugin-filter-name": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "inventory-plugin-filter-description": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "inventory-plugin-filter-source": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "inventory-plugin-filter-source_instance": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "inventory-plugin-filter-partition": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "inventory-plugin-filter-owner_user_id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "inventory-plugin-filter-status": {
+      /** @enum {string} */
+      eq?: "pending" | "approved" | "disabled";
+      /** @enum {string} */
+      not_eq?: "pending" | "approved" | "disabled";
+      /** @enum {string} */
+      greater_than?: "pending" | "approved" | "disabled";
+      /** @enum {string} */
+      greater_than_or_equal?: "pending" | "approved" | "disabled";
+      /** @enum {string} */
+      less_than?: "pending" | "approved" | "disabled";
+      /** @enum {string} */
+      less_than_or_equal?: "pending" | "approved" | "disabled";
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "inventory-plugin-filter-status_reason": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "inventory-plugin-filter-approved_by": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "inventory-plugin-filter-approved_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "inventory-plugin-filter-last_snapshot_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "inventory-plugin-filter-inserted_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "inventory-plugin-filter-updated_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "inventory-plugin-filter-id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    /** @description Filter for inventory-plugin (spec 2.5) */
+    "inventory-plugin-filter": {
+      and?: components["schemas"]["inventory-plugin-filter"][];
+      or?: components["schemas"]["inventory-plugin-filter"][];
+      not?: components["schemas"]["inventory-plugin-filter"];
+      name?: string | components["schemas"]["inventory-plugin-filter-name"];
+      description?: string | components["schemas"]["inventory-plugin-filter-description"];
+      source?: string | components["schemas"]["inventory-plugin-filter-source"];
+      source_instance?: string | components["schemas"]["inventory-plugin-filter-source_instance"];
+      partition?: string | components["schemas"]["inventory-plugin-filter-partition"];
+      owner_user_id?: string | components["schemas"]["inventory-plugin-filter-owner_user_id"];
+      status?:
+        | ("pending" | "approved" | "disabled")
+        | components["schemas"]["inventory-plugin-filter-status"];
+      status_reason?: string | components["schemas"]["inventory-plugin-filter-status_reason"];
+      approved_by?: string | components["schemas"]["inventory-plugin-filter-approved_by"];
+      approved_at?: string | components["schemas"]["inventory-plugin-filter-approved_at"];
+      last_snapshot_at?: string | components["schemas"]["inventory-plugin-filter-last_snapshot_at"];
+      inserted_at?: string | components["schemas"]["inventory-plugin-filter-inserted_at"];
+      updated_at?: string | components["schemas"]["inventory-plugin-filter-updated_at"];
+      id?: string | components["schemas"]["inventory-plugin-filter-id"];
     };
     /** @description OpenTelemetry log records (read-only) */
     log: {
@@ -14282,6 +14682,340 @@ export interface operations {
         content: {
           "application/vnd.api+json": {
             data?: components["schemas"]["interface"][];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  inventory_plugin_index: {
+    parameters: {
+      query?: {
+        /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
+        filter?: components["schemas"]["inventory-plugin-filter"];
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, source, source_instance, partition, owner_user_id, status, status_reason, approved_by, approved_at, last_snapshot_at, inserted_at, updated_at */
+        sort?: string;
+        /** @description Pagination (offset, keyset); default 100, maximum page size 1000; always applied */
+        page?: {
+          /** @default 100 */
+          limit?: number;
+          count?: boolean;
+          offset?: number;
+          /** @description opaque keyset cursor */
+          after?: string;
+          /** @description opaque keyset cursor */
+          before?: string;
+        };
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["inventory-plugin"][];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  inventory_plugin_create: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "inventory-plugin";
+            attributes: {
+              name: string;
+              description?: string | null;
+              source: string;
+              source_instance: string;
+              partition?: string;
+              /**
+               * Format: uuid
+               * @description The user whose credentials submit snapshots (default: the caller)
+               */
+              owner_user_id?: string;
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["inventory-plugin"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  inventory_plugin_read: {
+    parameters: {
+      query?: {
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["inventory-plugin"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  inventory_plugin_delete: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  inventory_plugin_update: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "inventory-plugin";
+            attributes?: {
+              name?: string;
+              description?: string | null;
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["inventory-plugin"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  inventory_plugin_approve: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "inventory-plugin";
+            attributes?: Record<string, never>;
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["inventory-plugin"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  inventory_plugin_disable: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "inventory-plugin";
+            attributes?: {
+              reason?: string | null;
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["inventory-plugin"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  inventory_plugin_enable: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "inventory-plugin";
+            attributes?: Record<string, never>;
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["inventory-plugin"];
             included?: Record<string, never>[];
             meta?: Record<string, never>;
             links?: components["schemas"]["links"];
