@@ -381,6 +381,8 @@ export interface ResourceDecl {
   /** OpenAPI tag (default: the type). */
   tag?: string;
   description?: string;
+  /** Extra named schemas published in the OpenAPI document (e.g. per-type config schemas). */
+  schemas?: Record<string, Record<string, unknown>>;
   id: IdDecl;
   attributes: Record<string, AttributeDecl>;
   relationships?: Record<string, RelationshipDecl>;

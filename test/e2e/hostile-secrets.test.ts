@@ -39,36 +39,63 @@ describe("check secrets are write-only", () => {
           target: "127.0.0.1",
           config: {
             community: "s3cr3t-community",
-            v3: { user: "u", auth_key: "auth-k3y-value", priv_key: "priv-k3y-value" },
-            headers: { Authorization: "Bearer super-token", Accept: "text/plain" },
+            user: { name: "u", auth_key: "auth-k3y-value", priv_key: "priv-k3y-value" },
           },
         },
       },
     });
     expect(created.status).toBe(201);
     const id = JSON.parse(created.text).data.id as string;
-    for (const text of [created.text, (await v2(viewer, "GET", `/service-checks/${id}`)).text]) {
+    const web = await v2(operator, "POST", "/service-checks", {
+      data: {
+        type: "service-check",
+        attributes: {
+          name: "secretive-web",
+          check_type: "http",
+          target: "http://127.0.0.1:9/",
+          config: { headers: { Authorization: "Bearer super-token", Accept: "text/plain" } },
+        },
+      },
+    });
+    expect(web.status).toBe(201);
+    const webId = JSON.parse(web.text).data.id as string;
+    for (const text of [
+      created.text,
+      web.text,
+      (await v2(viewer, "GET", `/service-checks/${id}`)).text,
+      (await v2(viewer, "GET", `/service-checks/${webId}`)).text,
+    ]) {
       for (const secret of ["s3cr3t-community", "auth-k3y-value", "priv-k3y-value", "super-token"])
         expect(text).not.toContain(secret);
     }
     const shown = JSON.parse((await v2(viewer, "GET", `/service-checks/${id}`)).text).data.attributes.config;
     expect(shown.community).toEqual({ set: true });
-    expect(shown.v3.user).toBe("u");
-    expect(shown.headers.Accept).toBe("text/plain");
-    expect(shown.headers.Authorization).toEqual({ set: true });
+    expect(shown.user.name).toBe("u");
+    const webShown = JSON.parse((await v2(viewer, "GET", `/service-checks/${webId}`)).text).data.attributes
+      .config;
+    expect(webShown.headers.Accept).toBe("text/plain");
+    expect(webShown.headers.Authorization).toEqual({ set: true });
     const list = await v2(viewer, "GET", "/service-checks");
     expect(list.text).not.toContain("s3cr3t-community");
 
     // Send back what GET showed, changing one plain member: the secrets are kept.
     const updated = await v2(operator, "PATCH", `/service-checks/${id}`, {
-      data: { type: "service-check", id, attributes: { config: { ...shown, timeout_hint: 3 } } },
+      data: { type: "service-check", id, attributes: { config: { ...shown, discover_interfaces: true } } },
     });
     expect(updated.status).toBe(200);
+    const webUpdated = await v2(operator, "PATCH", `/service-checks/${webId}`, {
+      data: { type: "service-check", id: webId, attributes: { config: { ...webShown, max_redirects: 2 } } },
+    });
+    expect(webUpdated.status).toBe(200);
     const stored = await server.db.one<{ config: Record<string, Record<string, unknown>> }>(
       sql`SELECT config FROM service_checks WHERE id = ${id}`,
     );
     expect(stored?.config.community).toBe("s3cr3t-community");
-    expect(stored?.config.v3?.auth_key).toBe("auth-k3y-value");
-    expect(stored?.config.headers?.Authorization).toBe("Bearer super-token");
+    expect(stored?.config.user?.auth_key).toBe("auth-k3y-value");
+    expect(stored?.config.discover_interfaces).toBe(true);
+    const webStored = await server.db.one<{ config: Record<string, Record<string, unknown>> }>(
+      sql`SELECT config FROM service_checks WHERE id = ${webId}`,
+    );
+    expect(webStored?.config.headers?.Authorization).toBe("Bearer super-token");
   });
 });

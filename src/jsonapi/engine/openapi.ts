@@ -199,6 +199,7 @@ export function buildOpenApi(
     const tag = res.tag ?? res.type;
     tags.set(tag, res.description ?? `${res.type} resources`);
     if (!schemas[res.type]) schemas[res.type] = resourceSchema(res);
+    for (const [name, schema] of Object.entries(res.schemas ?? {})) schemas[name] ??= schema;
     filterSchemas(res, schemas);
     const params: Schema[] = pathParams(spec.path, spec);
     const isList = spec.kind === "index" || spec.kind === "collection";

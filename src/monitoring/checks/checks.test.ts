@@ -103,6 +103,15 @@ describe("http", () => {
     const r = await run({ check_type: "http", target: url("/fail"), config: { expected_status: [500] } });
     expect(r.status).toBe("success");
   });
+  it("reads expected status written as text, as the console's form sends it", async () => {
+    for (const expected_status of ["500", "200, 500", "5xx"]) {
+      const r = await run({ check_type: "http", target: url("/fail"), config: { expected_status } });
+      expect(r.status, expected_status).toBe("success");
+    }
+    // "200" means 200 only, not the 200–399 default.
+    const ok = await run({ check_type: "http", target: url("/ok"), config: { expected_status: "204" } });
+    expect(ok.status).toBe("critical");
+  });
   it("follows redirects and stops redirect loops", async () => {
     const r = await run({ check_type: "http", target: url("/redirect") });
     expect(r.status).toBe("success");

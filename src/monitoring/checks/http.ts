@@ -30,8 +30,13 @@ function targetUrl(target: string, port: number | null | undefined): URL {
 function expectedStatusOk(status: number, expected: unknown): boolean {
   if (typeof expected === "number") return status === expected;
   if (Array.isArray(expected)) return expected.some((e) => Number(e) === status);
-  if (typeof expected === "string" && /^\dxx$/i.test(expected))
-    return Math.floor(status / 100) === Number(expected[0]);
+  if (typeof expected === "string" && expected.trim() !== "") {
+    // "2xx", "200" or "200,204" (what a form field holds); the config schema admits only these.
+    return expected.split(",").some((part) => {
+      const t = part.trim().toLowerCase();
+      return /^\dxx$/.test(t) ? Math.floor(status / 100) === Number(t[0]) : Number(t) === status;
+    });
+  }
   return status >= 200 && status < 400;
 }
 

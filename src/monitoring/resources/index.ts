@@ -11,7 +11,9 @@ import { ConflictError, ValidationError } from "../../kernel/errors.ts";
 import { mergeCheckSecrets, redactCheckConfig } from "../../kernel/secrets.ts";
 import { compileUserPattern } from "../../kernel/user-pattern.ts";
 import { sql } from "../../storage/sql.ts";
+import { CHECK_CONFIG_SCHEMAS } from "../checks/config-schemas.ts";
 import { CHECK_STATUSES, CHECK_TYPES } from "../checks/types.ts";
+import { validateCheckConfig } from "../checks/validate-config.ts";
 import { isStale } from "../overdue.ts";
 import { POLL_JOB_STATUSES } from "../poll-job-state.ts";
 import { initialRunAt } from "../scheduler.ts";
@@ -71,6 +73,7 @@ function validateCheck(
   ) {
     throw new ValidationError("config must be an object", { source: { pointer: "/data/attributes/config" } });
   }
+  if (input.config !== undefined) validateCheckConfig(checkType, input.config);
 }
 
 export const serviceCheckResource = registerResource(
@@ -80,6 +83,9 @@ export const serviceCheckResource = registerResource(
     table: "service_checks",
     tag: "service-check",
     description: "Service checks run by agents on their interval (reference §8.1)",
+    schemas: Object.fromEntries(
+      CHECK_TYPES.map((t) => [`service-check-config-${t}`, CHECK_CONFIG_SCHEMAS[t]]),
+    ),
     id: { column: "id", type: "uuid", generate: "db" },
     attributes: {
       name: { type: "string", required: true, update: true, nullable: false, maxLength: 255 },
@@ -132,6 +138,8 @@ export const serviceCheckResource = registerResource(
         default: {},
         filterable: false,
         redact: redactCheckConfig,
+        description:
+          "Options of the check type, validated against components.schemas.service-check-config-<check_type>; unknown members are refused",
       },
       warning_threshold_ms: { type: "integer", create: true, update: true, minimum: 0, filterable: false },
       critical_threshold_ms: { type: "integer", create: true, update: true, minimum: 0 },
@@ -246,7 +254,10 @@ export const serviceCheckResource = registerResource(
         }
       },
       beforeUpdate: (_c, _actor, before, input) => {
-        if (input.config !== undefined) input.config = mergeCheckSecrets(input.config, before.config);
+        if (input.config !== undefined) {
+          input.config = mergeCheckSecrets(input.config, before.config);
+          validateCheckConfig(String(before.check_type), input.config);
+        }
       },
       // A check that no longer runs cannot recover: its open alerts would stay pending forever.
       afterCommit: async (app, _actor, event) => {

@@ -10297,6 +10297,7 @@ export interface components {
         interval_seconds?: number;
         timeout_seconds?: number;
         retries?: number;
+        /** @description Options of the check type, validated against components.schemas.service-check-config-<check_type>; unknown members are refused */
         config?: {
           [key: string]: unknown;
         };
@@ -10331,6 +10332,110 @@ export interface components {
         self?: string;
       };
       meta?: Record<string, never>;
+    };
+    /** @description ICMP echo: response time is the average round trip */
+    "service-check-config-ping": {
+      /** @description echo requests per run (3) */
+      count?: number;
+      /** @description pause between requests (0) */
+      interval_ms?: number;
+      /** @description loss at or above which the result is warning (1) */
+      loss_warning_percent?: number;
+      /** @description loss at or above which the result is critical (100) */
+      loss_critical_percent?: number;
+    };
+    /** @description HTTP(S) request */
+    "service-check-config-http": {
+      /** @enum {string} */
+      method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
+      /** @description request headers */
+      headers?: {
+        [key: string]: string;
+      };
+      body?: string;
+      /** @description status code, list of codes, a class such as "2xx", or "200,204" (default 200–399) */
+      expected_status?: number | number[] | string;
+      /** @description RE2 pattern the body must match */
+      body_match?: string;
+      body_contains?: string;
+      follow_redirects?: boolean;
+      /** @description (5) */
+      max_redirects?: number;
+      /** @description certificate expiry warning (30) */
+      tls_warning_days?: number;
+      /** @description certificate expiry critical (7) */
+      tls_critical_days?: number;
+      /** @description skip certificate verification (false) */
+      insecure?: boolean;
+    };
+    /** @description TCP connect (optionally send and expect) */
+    "service-check-config-tcp": {
+      /** @description used when the check has no port */
+      port?: number;
+      /** @description written after connecting */
+      send?: string;
+      /** @description must appear in the reply */
+      expect?: string;
+    };
+    /** @description SNMP get (v1, v2c, v3) */
+    "service-check-config-snmp": {
+      /** @enum {string} */
+      version?: "1" | "2c" | "3";
+      community?: string;
+      user?: {
+        name: string;
+        /** @enum {string} */
+        level?: "noAuthNoPriv" | "authNoPriv" | "authPriv";
+        auth_protocol?: string;
+        auth_key?: string;
+        priv_protocol?: string;
+        priv_key?: string;
+      };
+      oids?: (
+        | string
+        | {
+            oid: string;
+            name?: string;
+          }
+      )[];
+      /** @description {oid: value} */
+      expected?: {
+        [key: string]: unknown;
+      };
+      discover_interfaces?: boolean;
+    };
+    /** @description gRPC health protocol */
+    "service-check-config-grpc": {
+      /** @description "" = the whole server */
+      service?: string;
+      tls?: boolean;
+      insecure?: boolean;
+    };
+    /** @description DNS lookup of the target name */
+    "service-check-config-dns": {
+      /** @enum {string} */
+      record_type?: "A" | "AAAA" | "CNAME" | "MX" | "NS" | "PTR" | "SOA" | "SRV" | "TXT" | "CAA";
+      /** @description alias of record_type */
+      query_type?: string;
+      /** @description resolver "ip[:port]" */
+      server?: string;
+      /** @description every value must be among the answers */
+      expected?: string | string[];
+    };
+    /** @description Path trace with per-hop loss and latency */
+    "service-check-config-mtr": {
+      /** @description probes per hop (3) */
+      count?: number;
+      /** @description (30) */
+      max_hops?: number;
+      /** @description loss at the last hop that is critical (100) */
+      loss_critical_percent?: number;
+    };
+    /** @description A Nagios-style plugin */
+    "service-check-config-custom": {
+      /** @description absolute path in NETMON_CUSTOM_CHECK_ALLOWLIST */
+      command?: string;
+      args?: string[];
     };
     "service-check-filter-name": {
       eq?: string;
@@ -16513,6 +16618,7 @@ export interface operations {
               interval_seconds?: number;
               timeout_seconds?: number;
               retries?: number;
+              /** @description Options of the check type, validated against components.schemas.service-check-config-<check_type>; unknown members are refused */
               config?: {
                 [key: string]: unknown;
               };
@@ -16720,6 +16826,7 @@ export interface operations {
               interval_seconds?: number;
               timeout_seconds?: number;
               retries?: number;
+              /** @description Options of the check type, validated against components.schemas.service-check-config-<check_type>; unknown members are refused */
               config?: {
                 [key: string]: unknown;
               };

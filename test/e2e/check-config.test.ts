@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHECK_CONFIG_SCHEMAS } from "../../src/monitoring/checks/config-schemas.ts";
+import { CHECK_TYPES } from "../../src/monitoring/checks/types.ts";
+import { authHeaders, tokenFor } from "../helpers/auth.ts";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
+
+/**
+ * Issue 13 (validate everything): a check's config is checked against its type's published
+ * schema. A typo used to give a green check with the default silently applied.
+ */
+const J = "application/vnd.api+json";
+
+describe("service check config validation", () => {
+  let server: TestServer;
+  let operator: Record<string, string>;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    operator = authHeaders(await tokenFor(server, "operator"));
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  async function send(method: string, path: string, attributes: Record<string, unknown>, id?: string) {
+    const res = await server.fetch(`/api/v2${path}`, {
+      method,
+      headers: { ...operator, "content-type": J },
+      body: JSON.stringify({ data: { type: "service-check", ...(id ? { id } : {}), attributes } }),
+    });
+    return {
+      status: res.status,
+      body: (await res.json()) as {
+        data?: { id: string };
+        errors?: {
+          code: string;
+          detail: string;
+          source?: { pointer?: string };
+          meta?: { members?: string[] };
+        }[];
+      },
+    };
+  }
+
+  it("refuses unknown members, naming each one and the options", async () => {
+    const r = await send("POST", "/service-checks", {
+      name: "typo",
+      check_type: "http",
+      target: "http://127.0.0.1:9/",
+      config: { expect_status: 200, methdo: "GET" },
+    });
+    expect(r.status).toBe(400);
+    const e = r.body.errors?.[0];
+    expect(e?.code).toBe("invalid_config");
+    expect(e?.detail).toContain("config.expect_status is not an option of http checks");
+    expect(e?.detail).toContain("config.methdo");
+    expect(e?.detail).toContain("expected_status");
+    expect(e?.meta?.members?.sort()).toEqual(["config.expect_status", "config.methdo"]);
+    expect(e?.source?.pointer).toMatch(/^\/data\/attributes\/config\//);
+  });
+
+  it("refuses mistyped members and out-of-range values", async () => {
+    const count = await send("POST", "/service-checks", {
+      name: "ping-typed",
+      check_type: "ping",
+      target: "127.0.0.1",
+      config: { count: "three" },
+    });
+    expect(count.status).toBe(400);
+    expect(count.body.errors?.[0]?.detail).toContain("config.count must be integer");
+    const version = await send("POST", "/service-checks", {
+      name: "snmp-v4",
+      check_type: "snmp",
+      target: "127.0.0.1",
+      config: { version: "4", user: { level: "authPriv" } },
+    });
+    expect(version.status).toBe(400);
+    expect(version.body.errors?.[0]?.detail).toContain("config.version");
+    expect(version.body.errors?.[0]?.detail).toContain("config.user");
+  });
+
+  it("accepts every documented option, and checks config on update too", async () => {
+    const ok = await send("POST", "/service-checks", {
+      name: "http-ok",
+      check_type: "http",
+      target: "http://127.0.0.1:9/",
+      config: { method: "HEAD", expected_status: "2xx", follow_redirects: false, headers: { "x-a": "b" } },
+    });
+    expect(ok.status).toBe(201);
+    const id = ok.body.data?.id as string;
+    const bad = await send(
+      "PATCH",
+      `/service-checks/${id}`,
+      { config: { expected_status: [200], body_contain: "x" } },
+      id,
+    );
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors?.[0]?.detail).toContain("config.body_contain is not an option");
+    const good = await send(
+      "PATCH",
+      `/service-checks/${id}`,
+      { config: { expected_status: [200, 204] } },
+      id,
+    );
+    expect(good.status).toBe(200);
+  });
+
+  it("publishes each check type's config schema in the OpenAPI document", async () => {
+    const res = await server.fetch("/api/v2/open_api", { headers: operator });
+    const doc = (await res.json()) as { components: { schemas: Record<string, unknown> } };
+    for (const t of CHECK_TYPES) {
+      expect(doc.components.schemas[`service-check-config-${t}`]).toEqual(CHECK_CONFIG_SCHEMAS[t]);
+      expect((CHECK_CONFIG_SCHEMAS[t] as { additionalProperties: boolean }).additionalProperties).toBe(false);
+    }
+  });
+});
