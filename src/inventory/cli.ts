@@ -36,6 +36,15 @@ stderr.`,
       process.stdout.write(
         `imported ${res.rows} rows: ${res.created} devices created, ${res.updated} updated\n`,
       );
+      // Never drop what the file said without saying so (issue 13).
+      for (const [field, rows] of Object.entries(res.unknown_fields)) {
+        process.stderr.write(`warning: unknown field '${field}' in ${rows} row(s) was ignored\n`);
+      }
+      if (res.metadata_columns.length > 0) {
+        process.stderr.write(
+          `note: columns ${res.metadata_columns.map((c) => `'${c}'`).join(", ")} are not device fields; stored in metadata\n`,
+        );
+      }
       return 0;
     } catch (err) {
       if (err instanceof ImportValidationError) {

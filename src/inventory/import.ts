@@ -4,7 +4,7 @@ import { SYSTEM_ACTOR } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError } from "../kernel/errors.ts";
 import { parseUntrustedJson, RESERVED_KEYS } from "../kernel/json.ts";
-import { applySightings, type ItemError, MAX_BATCH, validateSightings } from "./ingest.ts";
+import { applySightings, type ItemError, MAX_BATCH, unknownFields, validateSightings } from "./ingest.ts";
 
 /** Columns mapped onto sighting fields; any other CSV column goes into `metadata`. */
 const KNOWN = new Set([
@@ -91,6 +91,10 @@ export interface ImportResult {
   created: number;
   updated: number;
   batches: number;
+  /** JSON lines: members netmon does not know (ignored), with how many rows carried each. */
+  unknown_fields: Record<string, number>;
+  /** CSV: columns that are not device fields; their values were stored in `metadata`. */
+  metadata_columns: string[];
 }
 
 export class ImportValidationError extends InvalidRequestError {
@@ -99,13 +103,21 @@ export class ImportValidationError extends InvalidRequestError {
   }
 }
 
-async function readRecords(file: string, opts: ImportOptions): Promise<{ line: number; rec: unknown }[]> {
+interface ReadRecord {
+  line: number;
+  rec: unknown;
+  /** CSV rows carry the header they were read with. */
+  csv?: boolean;
+  header?: string[];
+}
+
+async function readRecords(file: string, opts: ImportOptions): Promise<ReadRecord[]> {
   const format = opts.format ?? (/\.csv$/i.test(file) ? "csv" : "jsonl");
   const rl = readline.createInterface({
     input: fs.createReadStream(file, "utf8"),
     crlfDelay: Number.POSITIVE_INFINITY,
   });
-  const out: { line: number; rec: unknown }[] = [];
+  const out: ReadRecord[] = [];
   let header: string[] | null = null;
   let n = 0;
   for await (const raw of rl) {
@@ -119,7 +131,7 @@ async function readRecords(file: string, opts: ImportOptions): Promise<{ line: n
           throw new InvalidRequestError("the CSV header has no 'ip' column", { code: "invalid_import" });
         continue;
       }
-      out.push({ line: n, rec: csvRecord(header, parseCsvLine(line)) });
+      out.push({ line: n, rec: csvRecord(header, parseCsvLine(line)), csv: true, header });
     } else {
       let rec: unknown;
       try {
@@ -178,7 +190,16 @@ export async function importDevicesFile(
     done += sightings.length;
     opts.onProgress?.(done, records.length);
   }
-  return { rows: records.length, created, updated, batches: batches.length };
+  const jsonRows = records.filter((r) => !r.csv).map((r) => r.rec);
+  const header = records.find((r) => r.csv)?.header ?? [];
+  return {
+    rows: records.length,
+    created,
+    updated,
+    batches: batches.length,
+    unknown_fields: { ...unknownFields(jsonRows) },
+    metadata_columns: header.filter((h) => !KNOWN.has(h)),
+  };
 }
 
 /** A progress bar on stderr (redrawn in place on a terminal, one line per 10% otherwise). */

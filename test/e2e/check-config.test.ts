@@ -105,6 +105,46 @@ describe("service check config validation", () => {
     expect(good.status).toBe(200);
   });
 
+  it("keeps check names unique per device, ignoring case", async () => {
+    const added = await server.fetch("/api/v1/device-updates", {
+      method: "POST",
+      headers: { ...operator, "content-type": "application/json" },
+      body: JSON.stringify({
+        updates: [
+          { ip: "192.0.2.71", hostname: "name-a", source: "manual" },
+          { ip: "192.0.2.72", hostname: "name-b", source: "manual" },
+        ],
+      }),
+    });
+    expect(added.status).toBe(200);
+    const [a, b] = ((await added.json()) as { data: { results: { uid: string }[] } }).data.results.map(
+      (r) => r.uid,
+    );
+    const ping = (name: string, device_uid?: string) =>
+      send("POST", "/service-checks", {
+        name,
+        check_type: "ping",
+        target: "127.0.0.1",
+        ...(device_uid ? { device_uid } : {}),
+      });
+    expect((await ping("Reachability", a)).status).toBe(201);
+    const again = await ping("reachability", a);
+    expect(again.status).toBe(409);
+    expect(again.body.errors?.[0]?.code).toBe("name_taken");
+    expect(again.body.errors?.[0]?.detail).toContain(String(a));
+    // The same name on another device, and once without a device, is fine.
+    expect((await ping("Reachability", b)).status).toBe(201);
+    const loose = await ping("Reachability");
+    expect(loose.status).toBe(201);
+    expect((await ping("REACHABILITY")).status).toBe(409);
+    // Renaming onto a taken name is refused too.
+    const other = await ping("Other");
+    expect(other.status).toBe(201);
+    const id = other.body.data?.id as string;
+    const renamed = await send("PATCH", `/service-checks/${id}`, { name: "reachability" }, id);
+    expect(renamed.status).toBe(409);
+  });
+
   it("publishes each check type's config schema in the OpenAPI document", async () => {
     const res = await server.fetch("/api/v2/open_api", { headers: operator });
     const doc = (await res.json()) as { components: { schemas: Record<string, unknown> } };

@@ -10,6 +10,7 @@ import { registerResource } from "../../jsonapi/registry.ts";
 import { ConflictError, ValidationError } from "../../kernel/errors.ts";
 import { mergeCheckSecrets, redactCheckConfig } from "../../kernel/secrets.ts";
 import { compileUserPattern } from "../../kernel/user-pattern.ts";
+import type { Queryable } from "../../storage/db.ts";
 import { sql } from "../../storage/sql.ts";
 import { CHECK_CONFIG_SCHEMAS } from "../checks/config-schemas.ts";
 import { CHECK_STATUSES, CHECK_TYPES } from "../checks/types.ts";
@@ -74,6 +75,26 @@ function validateCheck(
     throw new ValidationError("config must be an object", { source: { pointer: "/data/attributes/config" } });
   }
   if (input.config !== undefined) validateCheckConfig(checkType, input.config);
+}
+
+/**
+ * Names are unique per device (checks without a device share one scope), ignoring case; the
+ * unique index of migration 0603 is the backstop for concurrent creates.
+ */
+async function assertNameFree(tx: Queryable, name: string, deviceUid: string | null, selfId: string | null) {
+  const clash = await tx.one(
+    sql`SELECT id FROM service_checks
+         WHERE coalesce(device_uid, '') = ${deviceUid ?? ""} AND lower(name) = lower(${name})
+           AND (${selfId}::uuid IS NULL OR id <> ${selfId}::uuid)`,
+  );
+  if (clash) {
+    throw new ConflictError(
+      deviceUid
+        ? `device '${deviceUid}' already has a check named '${name}'`
+        : `a check named '${name}' already exists (names are unique per device; checks without a device share one scope)`,
+      { code: "name_taken", source: { pointer: "/data/attributes/name" } },
+    );
+  }
 }
 
 export const serviceCheckResource = registerResource(
@@ -238,6 +259,12 @@ export const serviceCheckResource = registerResource(
     hooks: {
       beforeCreate: async (c, _actor, input) => {
         validateCheck(input, null, c.app.config.monitoring?.allowLinkLocal ?? false);
+        await assertNameFree(
+          c.tx,
+          String(input.name ?? ""),
+          (input.device_uid as string | undefined) ?? null,
+          null,
+        );
         // A link to a device that does not exist would never show on any device (issue 13).
         if (typeof input.device_uid === "string" && input.device_uid !== "") {
           const found = await c.tx.one(
@@ -253,7 +280,15 @@ export const serviceCheckResource = registerResource(
           }
         }
       },
-      beforeUpdate: (_c, _actor, before, input) => {
+      beforeUpdate: async (c, _actor, before, input) => {
+        if (typeof input.name === "string" && input.name !== before.name) {
+          await assertNameFree(
+            c.tx,
+            input.name,
+            (before.device_uid as string | null) ?? null,
+            String(before.id),
+          );
+        }
         if (input.config !== undefined) {
           input.config = mergeCheckSecrets(input.config, before.config);
           validateCheckConfig(String(before.check_type), input.config);
