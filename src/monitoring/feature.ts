@@ -9,6 +9,7 @@ import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
 import { registerControlRoutes } from "./control-routes.ts";
 import { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, markSilent } from "./fleet.ts";
+import { clearPlaceableAlerts, endJobsOfGoneAgents } from "./gone-agents.ts";
 import { jobSignal, pruneJobs, reapStaleJobs, releaseOrphans } from "./jobs.ts";
 import { clearRecoveredSilenceAlerts, raiseSilenceAlerts } from "./liveness-alerts.ts";
 import { sweepOverdueChecks } from "./overdue.ts";
@@ -84,6 +85,8 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
             const silent = await markSilent(ctx, settings.heartbeatTimeoutSeconds);
             await raiseSilenceAlerts(ctx, silent, settings.heartbeatTimeoutSeconds);
             await clearRecoveredSilenceAlerts(ctx);
+            await endJobsOfGoneAgents(ctx, settings.heartbeatTimeoutSeconds);
+            await clearPlaceableAlerts(ctx);
             await sweepOverdueChecks(ctx);
             await releaseOrphans(ctx);
           }
