@@ -7,13 +7,14 @@ import { ImportValidationError, importDevicesFile, progressBar } from "./import.
 export const devicesCommand: Command = {
   name: "devices",
   summary: "Import devices from a CSV or JSON-lines file",
-  usage: `netmon devices import FILE [--format csv|jsonl] [--source NAME] [--partition P]
+  usage: `netmon devices import FILE [--format csv|jsonl] [--source NAME] [--partition P] [--group NAME|ID]
 
 Each row is a device sighting, reconciled through identity resolution exactly like
 POST /api/v1/device-updates: ip (required), mac, hostname, partition, source, agent_id,
 gateway_id, type, vendor_name, model, is_available, observed_at, ... CSV files need a header
 row; columns that are not sighting fields go into the device's metadata. --source sets the
-source of rows that have none (default "import"). The whole file is validated first; any
+source of rows that have none (default "import"). --group puts every imported device into
+that device group (by name or id), so the group's monitoring profiles monitor them. The whole file is validated first; any
 invalid row aborts the import with its line number and nothing is written. Progress goes to
 stderr.`,
   async run(args) {
@@ -30,6 +31,7 @@ stderr.`,
           format,
           source: flag(args, "source") ?? "import",
           partition: flag(args, "partition"),
+          group: flag(args, "group"),
           onProgress: progressBar(),
         }),
       );

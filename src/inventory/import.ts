@@ -4,6 +4,7 @@ import { SYSTEM_ACTOR } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError } from "../kernel/errors.ts";
 import { parseUntrustedJson, RESERVED_KEYS } from "../kernel/json.ts";
+import { assignGroup, findGroup } from "./groups.ts";
 import { applySightings, type ItemError, MAX_BATCH, unknownFields, validateSightings } from "./ingest.ts";
 
 /** Columns mapped onto sighting fields; any other CSV column goes into `metadata`. */
@@ -84,6 +85,8 @@ export interface ImportOptions {
   partition?: string;
   batchSize?: number;
   onProgress?: (done: number, total: number) => void;
+  /** Put every imported device into this group (id or name): its monitoring profiles apply. */
+  group?: string;
 }
 
 export interface ImportResult {
@@ -179,12 +182,23 @@ export async function importDevicesFile(
     batches.push(v.sightings);
   }
   if (errors.length > 0) throw new ImportValidationError(errors);
+  // An unknown group is an error before anything is written, like an invalid row.
+  const group = opts.group ? await findGroup(ctx.db, opts.group) : null;
   let created = 0;
   let updated = 0;
   let done = 0;
   opts.onProgress?.(0, records.length);
   for (const sightings of batches) {
-    const r = await ctx.db.transaction((tx) => applySightings(tx, sightings, now));
+    const r = await ctx.db.transaction(async (tx) => {
+      const applied = await applySightings(tx, sightings, now);
+      if (group)
+        await assignGroup(
+          tx,
+          applied.results.map((x) => x.uid),
+          group.id,
+        );
+      return applied;
+    });
     created += r.created;
     updated += r.updated;
     done += sightings.length;

@@ -13,6 +13,7 @@ import { clearPlaceableAlerts, endJobsOfGoneAgents } from "./gone-agents.ts";
 import { jobSignal, pruneJobs, reapStaleJobs, releaseOrphans } from "./jobs.ts";
 import { clearRecoveredSilenceAlerts, raiseSilenceAlerts } from "./liveness-alerts.ts";
 import { sweepOverdueChecks } from "./overdue.ts";
+import { reconcileProfiles } from "./profiles.ts";
 import { Agent, inProcessGatewayLink } from "./runtime/agent.ts";
 import { CheckThread } from "./runtime/check-thread.ts";
 import { Gateway } from "./runtime/gateway.ts";
@@ -88,6 +89,7 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
             await endJobsOfGoneAgents(ctx, settings.heartbeatTimeoutSeconds);
             await clearPlaceableAlerts(ctx);
             await sweepOverdueChecks(ctx);
+            await reconcileProfiles(ctx);
             await releaseOrphans(ctx);
           }
           if (now - lastPrune > 3_600_000) {

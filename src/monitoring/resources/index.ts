@@ -19,6 +19,8 @@ import { isStale } from "../overdue.ts";
 import { POLL_JOB_STATUSES } from "../poll-job-state.ts";
 import { initialRunAt } from "../scheduler.ts";
 import { TargetPolicy } from "../target-policy.ts";
+// Declared beside the checks it manages (registered on import, like this file).
+import "./profiles.ts";
 
 const ro = (type: AttributeDecl["type"], extra: Partial<AttributeDecl> = {}): AttributeDecl => ({
   type,
@@ -93,6 +95,26 @@ async function assertNameFree(tx: Queryable, name: string, deviceUid: string | n
         ? `device '${deviceUid}' already has a check named '${name}'`
         : `a check named '${name}' already exists (names are unique per device; checks without a device share one scope)`,
       { code: "name_taken", source: { pointer: "/data/attributes/name" } },
+    );
+  }
+}
+
+/** What a profile-managed check keeps when edited by hand (the rest follows its profile). */
+const LOCAL_EDITS = new Set([
+  "enabled",
+  "description",
+  "warning_threshold_ms",
+  "critical_threshold_ms",
+  "metadata",
+]);
+
+function assertEditable(before: Record<string, unknown>, input: Record<string, unknown>): void {
+  if (!before.profile_id) return;
+  const managed = Object.keys(input).filter((k) => !LOCAL_EDITS.has(k));
+  if (managed.length > 0) {
+    throw new ConflictError(
+      `this check is managed by a monitoring profile: ${managed.join(", ")} follow the profile (edit the profile instead); only ${[...LOCAL_EDITS].join(", ")} may be changed here`,
+      { code: "managed_by_profile", extra: { profile_id: before.profile_id, members: managed } },
     );
   }
 }
@@ -187,6 +209,10 @@ export const serviceCheckResource = registerResource(
       next_run_at: ro("datetime", { public: false, filterable: false }),
       // No result for three intervals (at least interval + 2 min): the last result is stale.
       is_stale: { type: "boolean", computed: (row) => isStale(row) },
+      profile_id: ro("uuid", {
+        description: "The monitoring profile that manages this check (null: created by hand)",
+      }),
+      profile_check: ro("string", { public: false, filterable: false }),
     },
     defaultSort: "created_at",
     pagination: { styles: ["keyset", "offset"], defaultLimit: 100, maxLimit: 1000 },
@@ -281,6 +307,7 @@ export const serviceCheckResource = registerResource(
         }
       },
       beforeUpdate: async (c, _actor, before, input) => {
+        assertEditable(before, input);
         if (typeof input.name === "string" && input.name !== before.name) {
           await assertNameFree(
             c.tx,
@@ -292,6 +319,15 @@ export const serviceCheckResource = registerResource(
         if (input.config !== undefined) {
           input.config = mergeCheckSecrets(input.config, before.config);
           validateCheckConfig(String(before.check_type), input.config);
+        }
+      },
+      afterWrite: (_c, _actor, event) => {
+        // It would be back within one reconcile pass: the profile or the device's group decides.
+        if (event.action === "delete" && event.before?.profile_id) {
+          throw new ConflictError(
+            "this check is managed by a monitoring profile: remove the device from the profile's group, edit the profile, or disable the check",
+            { code: "managed_by_profile", extra: { profile_id: event.before.profile_id } },
+          );
         }
       },
       // A check that no longer runs cannot recover: its open alerts would stay pending forever.
