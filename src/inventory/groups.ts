@@ -24,12 +24,15 @@ export async function assignGroup(
   q: Queryable,
   uids: readonly string[],
   groupId: string | null,
+  opts: { onlyUngrouped?: boolean } = {},
 ): Promise<number> {
   if (uids.length === 0) return 0;
+  const only = opts.onlyUngrouped === true;
   const moved = await q.many<{ old: string | null }>(sql`
     UPDATE devices d SET group_id = ${groupId}::uuid
     FROM (SELECT uid, group_id AS old FROM devices WHERE uid = ANY(${[...uids]}::text[]) FOR UPDATE) o
     WHERE d.uid = o.uid AND d.group_id IS DISTINCT FROM ${groupId}::uuid
+      AND (NOT ${only}::boolean OR o.old IS NULL)
     RETURNING o.old`);
   const touched = [...new Set([groupId, ...moved.map((m) => m.old)].filter((g): g is string => g !== null))];
   await refreshGroupCounts(q, touched);

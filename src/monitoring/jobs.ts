@@ -7,6 +7,7 @@
 import { EventEmitter } from "node:events";
 import { SYSTEM_ACTOR } from "../access/actor.ts";
 import { clearAlertsFor, raiseAlert } from "../alerting/raise.ts";
+import { assignGroup } from "../inventory/groups.ts";
 import { ingestSightings, MAX_BATCH } from "../inventory/ingest.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
@@ -627,6 +628,9 @@ async function recordSweep(
   let ingested = 0;
   let error: string | null = null;
   try {
+    const group = await ctx.db.one<{ group_id: string | null }>(
+      sql`SELECT group_id FROM network_sweeps WHERE id = ${sweep.id}`,
+    );
     for (let i = 0; i < hosts.length; i += MAX_BATCH) {
       const updates = hosts.slice(i, i + MAX_BATCH).map((h) => ({
         ip: h.ip,
@@ -646,7 +650,9 @@ async function recordSweep(
         },
       }));
       const r = await ingestSightings(ctx, SYSTEM_ACTOR, updates);
-      ingested += (r as { results?: unknown[] }).results?.length ?? updates.length;
+      const uids = ((r as { results?: { uid: string }[] }).results ?? []).map((x) => x.uid);
+      ingested += uids.length;
+      if (group?.group_id) await assignGroup(ctx.db, uids, group.group_id, { onlyUngrouped: true });
     }
   } catch (err) {
     error = (err as Error).message;

@@ -206,18 +206,28 @@ describe("embedded monitoring", () => {
     expect(badType.status).toBe(400);
   });
 
-  it("sweeps a CIDR (ICMP + TCP) and reports live hosts through device ingestion", async () => {
-    const res = await server.fetch("/api/monitoring/sweeps", {
-      method: "POST",
-      headers: { ...authHeaders(token), "content-type": "application/json" },
-      body: JSON.stringify({
-        name: "lo-sweep",
-        cidrs: ["127.0.9.0/29"],
-        ports: [tcpT.port],
-        rate_per_second: 100,
-        interval_seconds: 3600,
-      }),
+  it("sweeps a CIDR (ICMP + TCP) and reports live hosts through device ingestion, into the sweep's group", async () => {
+    const group = await api("POST", "/device-groups", {
+      data: { type: "device-group", attributes: { name: "discovered on lo" } },
     });
+    expect(group.status).toBe(201);
+    const sweep = (groupRef: unknown) =>
+      server.fetch("/api/monitoring/sweeps", {
+        method: "POST",
+        headers: { ...authHeaders(token), "content-type": "application/json" },
+        body: JSON.stringify({
+          name: "lo-sweep",
+          cidrs: ["127.0.9.0/29"],
+          ports: [tcpT.port],
+          rate_per_second: 100,
+          interval_seconds: 3600,
+          group: groupRef,
+        }),
+      });
+    const unknownGroup = await sweep("no such group");
+    expect(unknownGroup.status).toBe(422);
+    expect(JSON.stringify(await unknownGroup.json())).toMatch(/device group 'no such group' not found/);
+    const res = await sweep("Discovered on LO");
     expect(res.status).toBe(201);
     const bad = await server.fetch("/api/monitoring/sweeps", {
       method: "POST",
@@ -240,9 +250,10 @@ describe("embedded monitoring", () => {
     // 127.0.9.1–6 all answer ICMP on loopback.
     expect(summary.hosts_alive).toBe(6);
     expect(summary.ingested).toBeGreaterThan(0);
-    const devices = await server.db.many<{ ip: string }>(
-      sql`SELECT ip FROM devices WHERE ip LIKE '127.0.9.%' ORDER BY ip`,
+    const devices = await server.db.many<{ ip: string; group_id: string | null }>(
+      sql`SELECT ip, group_id FROM devices WHERE ip LIKE '127.0.9.%' ORDER BY ip`,
     );
+    expect(new Set(devices.map((d) => d.group_id))).toEqual(new Set([group.doc.data.id]));
     expect(devices.map((d) => d.ip)).toEqual([
       "127.0.9.1",
       "127.0.9.2",
