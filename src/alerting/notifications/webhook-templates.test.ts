@@ -14,7 +14,9 @@ const payload = {
 describe("webhook templates", () => {
   it("fill string leaves as data: quotes and braces in values cannot change the body's structure", () => {
     const { send } = renderWebhookBody(
-      { body_template: { text: "{{alert.title}} at {{target}}", step: "{{step_number}}", alert: "{{alert}}" } },
+      {
+        body_template: { text: "{{alert.title}} at {{target}}", step: "{{step_number}}", alert: "{{alert}}" },
+      },
       {},
       payload,
     );
@@ -46,7 +48,11 @@ describe("webhook templates", () => {
     });
     expect(JSON.stringify(log)).not.toContain("rk-123");
     expect((log as { routing_key: string }).routing_key).toBe("[secret]");
-    const resolved = renderWebhookBody({ template: "pagerduty" }, {}, { ...payload, lifecycle_reason: "resolve" });
+    const resolved = renderWebhookBody(
+      { template: "pagerduty" },
+      {},
+      { ...payload, lifecycle_reason: "resolve" },
+    );
     expect((resolved.send as { event_action: string }).event_action).toBe("resolve");
   });
 
