@@ -1,3 +1,4 @@
+import os from "node:os";
 /**
  * The vertical slice in embedded mode: service checks created over /api/v2 run on the
  * built-in gateway + agent and their results land on the check, in service_status, in
@@ -136,6 +137,50 @@ describe("embedded monitoring", () => {
     expect(mem?.total_bytes).toBeGreaterThan(0);
     expect(mem?.usage_percent).toBeGreaterThan(0);
     expect(mem?.agent_id).toMatch(/^embedded-/);
+    // The host is a device, linked from its agent, and every sample names it (issue 13).
+    const host = await waitFor(
+      () =>
+        server.db.one<{ uid: string; hostname: string; device_id: string }>(sql`
+          SELECT d.uid, d.hostname, m.device_id FROM agents a JOIN devices d ON d.uid = a.device_uid
+            JOIN memory_metrics m ON m.agent_id = a.uid AND m.device_id IS NOT NULL
+          WHERE a.uid = ${mem?.agent_id as string} LIMIT 1`),
+      "the host device",
+    );
+    expect(host.hostname).toBe(os.hostname());
+    expect(host.device_id).toBe(host.uid);
+    const viaApi = await server.fetch(`/api/devices/${encodeURIComponent(host.uid)}`, {
+      headers: authHeaders(token),
+    });
+    expect(((await viaApi.json()) as { data: { hostname: string } }).data.hostname).toBe(os.hostname());
+
+    // A second agent on the same host keeps its own series and its own link.
+    const other = await server.fetch("/api/v2/agents", {
+      method: "POST",
+      headers: { ...authHeaders(token), accept: J, "content-type": J },
+      body: JSON.stringify({
+        data: { type: "agent", attributes: { uid: "second-on-host", name: "second" } },
+      }),
+    });
+    expect([200, 201]).toContain(other.status);
+    const { recordHostMetrics } = await import("../../src/monitoring/host-metrics.ts");
+    await recordHostMetrics(server.ctx, {
+      agentId: "second-on-host",
+      gatewayId: null,
+      sample: {
+        timestamp: new Date().toISOString(),
+        host_id: os.hostname(),
+        host_ip: "127.0.0.77",
+        cpus: [],
+        memory: { total_bytes: 100, used_bytes: 50, available_bytes: 50, usage_percent: 50 },
+        disks: [],
+        processes: [],
+      },
+    });
+    const second = await server.db.one<{ agent_id: string; device_id: string | null }>(
+      sql`SELECT agent_id, device_id FROM memory_metrics WHERE agent_id = 'second-on-host'`,
+    );
+    expect(second?.device_id).toBeTruthy();
+    expect(second?.device_id).not.toBe(host.uid);
   });
 
   it("counts consecutive failures, lists failing checks and raises an alert", async () => {
