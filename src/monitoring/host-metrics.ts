@@ -249,7 +249,10 @@ export async function hostDeviceOf(
   sample: HostMetricsSample,
 ): Promise<string | null> {
   let cache = HOST_DEVICES.get(ctx);
-  if (!cache) HOST_DEVICES.set(ctx, (cache = new Map()));
+  if (!cache) {
+    cache = new Map();
+    HOST_DEVICES.set(ctx, cache);
+  }
   const known = cache.get(agentId);
   if (known) return known;
   const linked = await ctx.db.one<{ device_uid: string | null }>(
