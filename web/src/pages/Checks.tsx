@@ -105,6 +105,10 @@ export function Checks() {
     <>
       <div class="page-head">
         <h1>Checks</h1>
+        <div class="spacer" />
+        <a class="button" href="/checks/profiles">
+          Monitoring profiles
+        </a>
         {can("services.create") && (
           <a class="button primary" href="/checks/new">
             New check
@@ -258,21 +262,29 @@ export function CheckDetail(props: { params?: { id?: string } }) {
         )}
         {can("services.update") && (
           <>
-            <a class="button" href={`/checks/${id}/edit`}>
-              Edit
-            </a>
+            {!c.profile_id && (
+              <a class="button" href={`/checks/${id}/edit`}>
+                Edit
+              </a>
+            )}
             <button type="button" onClick={() => (c.enabled ? setConfirm("disable") : void toggle())}>
               {c.enabled ? "Disable" : "Enable"}
             </button>
           </>
         )}
-        {can("services.delete") && (
+        {can("services.delete") && !c.profile_id && (
           <button type="button" class="danger" onClick={() => setConfirm("delete")}>
             Delete
           </button>
         )}
       </div>
       <ErrorNote error={act.error} />
+      {c.profile_id && (
+        <p class="muted">
+          Managed by a <a href="/checks/profiles">monitoring profile</a>: it follows the profile and the
+          device's group. You can disable it here; edit the profile to change it.
+        </p>
+      )}
       <Confirm
         open={confirm !== ""}
         title={confirm === "delete" ? `Delete “${text(c.name)}”?` : `Disable “${text(c.name)}”?`}
