@@ -107,9 +107,7 @@ export function Profiles() {
           {
             key: "enabled",
             label: "State",
-            render: (r) => (
-              <Badge value={r.enabled ? "ok" : "disabled"} label={r.enabled ? "on" : "off"} />
-            ),
+            render: (r) => <Badge value={r.enabled ? "ok" : "disabled"} label={r.enabled ? "on" : "off"} />,
           },
           { key: "last_applied_at", label: "Applied", render: (r) => ago(r.last_applied_at) },
           {
