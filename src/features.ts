@@ -8,6 +8,7 @@ import type { Feature } from "./kernel/feature.ts";
 import { createMcpFeature } from "./mcp/feature.ts";
 import { createMonitoringFeature } from "./monitoring/feature.ts";
 import { srqlFeature } from "./srql/feature.ts";
+import { createStorageMaintenanceFeature } from "./storage/maintenance.ts";
 import { createTelemetryFeature } from "./telemetry/feature.ts";
 
 /**
@@ -26,5 +27,7 @@ export function allFeatures(): Feature[] {
     createTelemetryFeature(),
     createMcpFeature(),
     createConsoleFeature(),
+    // Autovacuum's rule for the embedded database, which has no autovacuum (a no-op on PostgreSQL).
+    createStorageMaintenanceFeature(),
   ];
 }

@@ -4,6 +4,7 @@ import { SYSTEM_ACTOR } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError } from "../kernel/errors.ts";
 import { parseUntrustedJson, RESERVED_KEYS } from "../kernel/json.ts";
+import { analyzeNow } from "../storage/maintenance.ts";
 import { assignGroup, findGroup } from "./groups.ts";
 import { applySightings, type ItemError, MAX_BATCH, unknownFields, validateSightings } from "./ingest.ts";
 
@@ -204,6 +205,8 @@ export async function importDevicesFile(
     done += sightings.length;
     opts.onProgress?.(done, records.length);
   }
+  // The first reads after an import must be planned with true row counts (issue 14).
+  if (created > 0) await analyzeNow(ctx.db, ["devices"]);
   const jsonRows = records.filter((r) => !r.csv).map((r) => r.rec);
   const header = records.find((r) => r.csv)?.header ?? [];
   return {
