@@ -115,3 +115,50 @@ describe("jobs of an agent that is gone", () => {
     expect(await openAlerts()).toEqual([]);
   });
 });
+
+describe("checks placed on a gateway", () => {
+  let ctx: AppContext;
+  let clock = Date.parse("2026-11-24T12:00:00Z");
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    ctx.now = () => new Date(clock);
+  });
+  afterAll(async () => {
+    await ctx?.db.close();
+  });
+
+  it("go only to that gateway, never to the default agent, and end as unknown when it goes offline", async () => {
+    await registerGateway(ctx, "gw-site-a", {});
+    await registerGateway(ctx, "gw-site-b", {});
+    const at = new Date(clock);
+    const [placed] = await ctx.db.many<{ id: string }>(sql`
+      INSERT INTO service_checks (name, check_type, target, interval_seconds, gateway_id, next_run_at)
+      VALUES ('behind site a', 'tcp', '127.0.0.1', 60, 'gw-site-a', ${at}) RETURNING id`);
+    if (!placed) throw new Error("check not created");
+    // The embedded default placement does not capture a gateway-placed check.
+    await scheduleDue(ctx, { defaultAgentUid: "embedded-host" });
+    const job = await ctx.db.one<{ target_agent_uid: string | null; target_gateway_id: string | null }>(
+      sql`SELECT target_agent_uid, target_gateway_id FROM poll_jobs WHERE ${placed.id}::uuid = ANY(check_ids)`,
+    );
+    expect(job).toEqual({ target_agent_uid: null, target_gateway_id: "gw-site-a" });
+    expect(await claimJobs(ctx, { gatewayId: "gw-site-b", agentUids: ["ag-b"], max: 10 })).toEqual([]);
+
+    // Site a goes offline before claiming: the job ends, the check is unknown, an alert says why.
+    clock += 120_000;
+    expect((await markSilent(ctx, 60)).gateways).toContain("gw-site-a");
+    await registerGateway(ctx, "gw-site-b", {}); // b is still alive
+    const out = await endJobsOfGoneAgents(ctx, 60);
+    expect(out).toMatchObject({ ended: 1, alerted: 1 });
+    const c = await ctx.db.one<{ last_result: string; last_error: string }>(
+      sql`SELECT last_result, last_error FROM service_checks WHERE id = ${placed.id}`,
+    );
+    expect(c).toEqual({ last_result: "unknown", last_error: "not run: gateway gw-site-a is offline" });
+    // Site a is back: the alert resolves; the next job is claimable by site a only.
+    await registerGateway(ctx, "gw-site-a", {});
+    expect(await clearPlaceableAlerts(ctx)).toBe(1);
+    await scheduleDue(ctx, {});
+    expect(await claimJobs(ctx, { gatewayId: "gw-site-b", agentUids: ["ag-b"], max: 10 })).toEqual([]);
+    const claimed = await claimJobs(ctx, { gatewayId: "gw-site-a", agentUids: ["ag-a"], max: 10 });
+    expect(claimed.map((j) => j.checks.map((k) => k.id))).toEqual([[placed.id]]);
+  });
+});

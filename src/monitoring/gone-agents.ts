@@ -20,6 +20,7 @@ import { canRetry, type PollJobStatus, transitionJob } from "./poll-job-state.ts
  * so a check can be created before its agent is installed.
  */
 const ALIVE = ["connecting", "connected", "degraded"];
+const GATEWAY_ALIVE = ["healthy", "degraded", "recovering"];
 
 type HeldJob = {
   id: string;
@@ -78,17 +79,46 @@ export async function endJobsOfGoneAgents(
       ctx.log.debug({ err, job: h.id }, "job changed while ending it for a gone agent");
     }
   }
+  // Jobs placed on a gateway that cannot take them (offline, drained, in maintenance, or never
+  // registered after the grace) wait for nothing: end them the same way.
+  const stranded = await ctx.db.many<{ id: string; gateway: string; gateway_status: string | null }>(sql`
+    SELECT j.id, j.target_gateway_id AS gateway, g.status AS gateway_status
+    FROM poll_jobs j LEFT JOIN gateways g ON g.gateway_id = j.target_gateway_id
+    WHERE j.status = 'pending' AND j.target_gateway_id IS NOT NULL
+      AND (g.status IS NULL AND j.inserted_at < ${graceCutoff}
+           OR g.status IS NOT NULL AND NOT (g.status = ANY(${GATEWAY_ALIVE}::text[])))
+    LIMIT 1000`);
+  for (const j of stranded) {
+    const why =
+      j.gateway_status === null
+        ? `gateway ${j.gateway} is not registered`
+        : `gateway ${j.gateway} is ${j.gateway_status}`;
+    try {
+      const released = await ctx.db.transaction(async (tx) => {
+        const job = await transitionJob(tx, j.id, { op: "cancel", reason: why }, now);
+        return releaseAsUnknown(tx, job.id, why, now);
+      });
+      ended++;
+      for (const id of released) unplaceable.set(id, why);
+    } catch (err) {
+      ctx.log.debug({ err, job: j.id }, "job changed while ending it for a gone gateway");
+    }
+  }
   let alerted = 0;
   for (const [checkId, why] of unplaceable) {
-    const check = await ctx.db.one<{ name: string; device_uid: string | null; agent_uid: string | null }>(
-      sql`SELECT name, device_uid, agent_uid FROM service_checks WHERE id = ${checkId}`,
-    );
+    const check = await ctx.db.one<{
+      name: string;
+      device_uid: string | null;
+      agent_uid: string | null;
+      gateway_id: string | null;
+    }>(sql`SELECT name, device_uid, agent_uid, gateway_id FROM service_checks WHERE id = ${checkId}`);
     if (!check) continue;
+    const where = check.agent_uid ? `agent ${check.agent_uid}` : `gateway ${check.gateway_id}`;
     const { created } = await raiseAlert(
       ctx,
       {
         title: `${check.name}: cannot run, ${why}`,
-        description: `The check is pinned to agent ${check.agent_uid}, and ${why}. Its status is unknown until the agent returns or the check is moved to another agent.`,
+        description: `The check is placed on ${where}, and ${why}. Its status is unknown until that returns or the check is moved.`,
         severity: "warning",
         service_check_id: checkId,
         device_uid: check.device_uid,
@@ -115,14 +145,16 @@ async function releaseAsUnknown(tx: Queryable, jobId: string, why: string, now: 
   return rows.map((r) => r.id);
 }
 
-/** Resolve "unplaceable" alerts of checks whose agent is alive again or that are no longer pinned. */
+/** Resolve "unplaceable" alerts of checks whose agent or gateway is alive again, or no longer pinned. */
 export async function clearPlaceableAlerts(ctx: AppContext): Promise<number> {
   const back = await ctx.db.many<{ id: string }>(sql`
     SELECT c.id FROM service_checks c
     WHERE EXISTS (SELECT 1 FROM alerts a WHERE a.incident_key = 'service_check:' || c.id || ':unplaceable'
                     AND a.status IN ('pending', 'acknowledged', 'escalated'))
-      AND (c.agent_uid IS NULL
-           OR EXISTS (SELECT 1 FROM agents ag WHERE ag.uid = c.agent_uid AND ag.status = ANY(${ALIVE}::text[])))`);
+      AND (c.agent_uid IS NULL OR EXISTS (SELECT 1 FROM agents ag
+             WHERE ag.uid = c.agent_uid AND ag.status = ANY(${ALIVE}::text[])))
+      AND (c.agent_uid IS NOT NULL OR c.gateway_id IS NULL OR EXISTS (SELECT 1 FROM gateways g
+             WHERE g.gateway_id = c.gateway_id AND g.status = ANY(${GATEWAY_ALIVE}::text[])))`);
   let n = 0;
   for (const c of back) {
     n += (

@@ -95,7 +95,8 @@ async function loadPayloads(q: Queryable, jobs: PollJobRow[]): Promise<JobPayloa
 
 /**
  * Claim up to `max` pending jobs for a gateway: highest priority first, then oldest; jobs
- * pinned to an agent only go to a gateway fronting that agent. Safe across replicas.
+ * pinned to an agent only go to a gateway fronting that agent, jobs pinned to a gateway only to
+ * that gateway. Safe across replicas.
  */
 export async function claimJobs(
   ctx: AppContext,
@@ -108,6 +109,7 @@ export async function claimJobs(
       SELECT id FROM poll_jobs
       WHERE status = 'pending' AND available_at <= ${now}
         AND (target_agent_uid IS NULL OR target_agent_uid = ANY(${[...opts.agentUids]}::text[]))
+        AND (target_gateway_id IS NULL OR target_gateway_id = ${opts.gatewayId})
       ORDER BY priority DESC, available_at, inserted_at
       LIMIT ${max} FOR UPDATE SKIP LOCKED`);
     if (rows.length === 0) return [];

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHECK_CONFIG_SCHEMAS } from "../../src/monitoring/checks/config-schemas.ts";
 import { CHECK_TYPES } from "../../src/monitoring/checks/types.ts";
+import { registerGateway } from "../../src/monitoring/fleet.ts";
 import { authHeaders, tokenFor } from "../helpers/auth.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
@@ -143,6 +144,32 @@ describe("service check config validation", () => {
     const id = other.body.data?.id as string;
     const renamed = await send("PATCH", `/service-checks/${id}`, { name: "reachability" }, id);
     expect(renamed.status).toBe(409);
+  });
+
+  it("places a check on a registered gateway only", async () => {
+    const ghost = await send("POST", "/service-checks", {
+      name: "behind nowhere",
+      check_type: "ping",
+      target: "127.0.0.1",
+      gateway_id: "no-such-gateway",
+    });
+    expect(ghost.status).toBe(422);
+    expect(ghost.body.errors?.[0]?.source?.pointer).toBe("/data/attributes/gateway_id");
+    await registerGateway(server.ctx, "gw-placement", {});
+    const placed = await send("POST", "/service-checks", {
+      name: "behind a site",
+      check_type: "ping",
+      target: "127.0.0.1",
+      gateway_id: "gw-placement",
+    });
+    expect(placed.status, JSON.stringify(placed.body)).toBe(201);
+    const moved = await send(
+      "PATCH",
+      `/service-checks/${placed.body.data?.id}`,
+      { gateway_id: "nowhere" },
+      placed.body.data?.id,
+    );
+    expect(moved.status).toBe(422);
   });
 
   it("publishes each check type's config schema in the OpenAPI document", async () => {

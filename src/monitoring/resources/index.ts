@@ -99,6 +99,18 @@ async function assertNameFree(tx: Queryable, name: string, deviceUid: string | n
   }
 }
 
+/** A check placed on a gateway or agent that does not exist would never run (issue 13). */
+async function assertPlacementExists(tx: Queryable, input: Record<string, unknown>): Promise<void> {
+  if (typeof input.gateway_id === "string" && input.gateway_id !== "") {
+    const found = await tx.one(sql`SELECT 1 FROM gateways WHERE gateway_id = ${input.gateway_id}`);
+    if (!found) {
+      throw new ValidationError(`gateway_id '${input.gateway_id}' does not reference a registered gateway`, {
+        source: { pointer: "/data/attributes/gateway_id" },
+      });
+    }
+  }
+}
+
 /** What a profile-managed check keeps when edited by hand (the rest follows its profile). */
 const LOCAL_EDITS = new Set([
   "enabled",
@@ -186,7 +198,21 @@ export const serviceCheckResource = registerResource(
       },
       warning_threshold_ms: { type: "integer", create: true, update: true, minimum: 0, filterable: false },
       critical_threshold_ms: { type: "integer", create: true, update: true, minimum: 0 },
-      agent_uid: { type: "string", create: true, update: true, maxLength: 255 },
+      agent_uid: {
+        type: "string",
+        create: true,
+        update: true,
+        maxLength: 255,
+        description: "Run only on this agent (wins over gateway_id)",
+      },
+      gateway_id: {
+        type: "string",
+        create: true,
+        update: true,
+        maxLength: 255,
+        description:
+          "Run behind this gateway (a site), on whichever of its agents is free; null with no agent_uid: the default placement (NETMON_UNASSIGNED_CHECKS)",
+      },
       device_uid: { type: "string", create: true, maxLength: 255 },
       enabled: { type: "boolean", create: true, update: true, nullable: false, default: true },
       metadata: { type: "object", create: true, update: true, nullable: false, default: {} },
@@ -291,6 +317,7 @@ export const serviceCheckResource = registerResource(
           (input.device_uid as string | undefined) ?? null,
           null,
         );
+        await assertPlacementExists(c.tx, input);
         // A link to a device that does not exist would never show on any device (issue 13).
         if (typeof input.device_uid === "string" && input.device_uid !== "") {
           const found = await c.tx.one(
@@ -308,6 +335,7 @@ export const serviceCheckResource = registerResource(
       },
       beforeUpdate: async (c, _actor, before, input) => {
         assertEditable(before, input);
+        await assertPlacementExists(c.tx, input);
         if (typeof input.name === "string" && input.name !== before.name) {
           await assertNameFree(
             c.tx,

@@ -10509,7 +10509,10 @@ export interface components {
         };
         warning_threshold_ms?: number | null;
         critical_threshold_ms?: number | null;
+        /** @description Run only on this agent (wins over gateway_id) */
         agent_uid?: string | null;
+        /** @description Run behind this gateway (a site), on whichever of its agents is free; null with no agent_uid: the default placement (NETMON_UNASSIGNED_CHECKS) */
+        gateway_id?: string | null;
         device_uid?: string | null;
         enabled?: boolean;
         metadata?: {
@@ -10735,6 +10738,21 @@ export interface components {
       like?: string;
       ilike?: string;
     };
+    "service-check-filter-gateway_id": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
     "service-check-filter-device_uid": {
       eq?: string;
       not_eq?: string;
@@ -10867,6 +10885,7 @@ export interface components {
       port?: number | components["schemas"]["service-check-filter-port"];
       critical_threshold_ms?: number | components["schemas"]["service-check-filter-critical_threshold_ms"];
       agent_uid?: string | components["schemas"]["service-check-filter-agent_uid"];
+      gateway_id?: string | components["schemas"]["service-check-filter-gateway_id"];
       device_uid?: string | components["schemas"]["service-check-filter-device_uid"];
       enabled?: boolean | components["schemas"]["service-check-filter-enabled"];
       metadata?:
@@ -17051,7 +17070,7 @@ export interface operations {
       query?: {
         /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
         filter?: components["schemas"]["service-check-filter"];
-        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at, profile_id */
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, gateway_id, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at, profile_id */
         sort?: string;
         /** @description Pagination (keyset, offset); default 100, maximum page size 1000; always applied */
         page?: {
@@ -17124,7 +17143,10 @@ export interface operations {
               };
               warning_threshold_ms?: number | null;
               critical_threshold_ms?: number | null;
+              /** @description Run only on this agent (wins over gateway_id) */
               agent_uid?: string | null;
+              /** @description Run behind this gateway (a site), on whichever of its agents is free; null with no agent_uid: the default placement (NETMON_UNASSIGNED_CHECKS) */
+              gateway_id?: string | null;
               device_uid?: string | null;
               enabled?: boolean;
               metadata?: {
@@ -17164,7 +17186,7 @@ export interface operations {
       query?: {
         /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
         filter?: components["schemas"]["service-check-filter"];
-        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at, profile_id */
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, gateway_id, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at, profile_id */
         sort?: string;
         /** @description Pagination (keyset, offset); default 100, maximum page size 1000; always applied */
         page?: {
@@ -17213,7 +17235,7 @@ export interface operations {
       query?: {
         /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
         filter?: components["schemas"]["service-check-filter"];
-        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at, profile_id */
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, gateway_id, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at, profile_id */
         sort?: string;
         /** @description Relationship paths to include: (none) */
         include?: string;
@@ -17332,7 +17354,10 @@ export interface operations {
               };
               warning_threshold_ms?: number | null;
               critical_threshold_ms?: number | null;
+              /** @description Run only on this agent (wins over gateway_id) */
               agent_uid?: string | null;
+              /** @description Run behind this gateway (a site), on whichever of its agents is free; null with no agent_uid: the default placement (NETMON_UNASSIGNED_CHECKS) */
+              gateway_id?: string | null;
               enabled?: boolean;
               metadata?: {
                 [key: string]: unknown;
