@@ -318,8 +318,14 @@ export function CheckDetail(props: { params?: { id?: string } }) {
             <dd>{text(c.interval_seconds)} s</dd>
             <dt>Timeout</dt>
             <dd>{text(c.timeout_seconds)} s</dd>
-            <dt>Agent</dt>
-            <dd>{text(c.agent_uid ?? "any")}</dd>
+            <dt>Runs on</dt>
+            <dd>
+              {c.agent_uid
+                ? `agent ${text(c.agent_uid)}`
+                : c.gateway_id
+                  ? `any agent behind gateway ${text(c.gateway_id)}`
+                  : "the default placement"}
+            </dd>
             <dt>Device</dt>
             <dd>
               {c.device_uid ? (
@@ -434,6 +440,8 @@ export function CheckEdit(props: { params?: { id?: string } }) {
           attrs.critical_threshold_ms = crit === "" ? null : Number(crit);
           const agent = String(f.get("agent_uid") ?? "").trim();
           attrs.agent_uid = agent === "" ? null : agent;
+          const gateway = String(f.get("gateway_id") ?? "").trim();
+          attrs.gateway_id = gateway === "" ? null : gateway;
           const config: R = { ...cfg };
           for (const fld of CONFIG_FIELDS[checkType] ?? []) {
             const v = configValue(fld.kind, f.get(`config.${fld.name}`));
@@ -531,9 +539,17 @@ export function CheckEdit(props: { params?: { id?: string } }) {
           label="Agent"
           name="agent_uid"
           error={act.error}
-          hint="Empty: any agent (the embedded one by default)"
+          hint="Empty: behind the gateway below, or this server's embedded agent"
         >
           <input id="f-agent_uid" name="agent_uid" defaultValue={String(c?.agent_uid ?? "")} />
+        </Field>
+        <Field
+          label="Gateway (site)"
+          name="gateway_id"
+          error={act.error}
+          hint="Any free agent behind this gateway runs it; an agent above wins"
+        >
+          <input id="f-gateway_id" name="gateway_id" defaultValue={String(c?.gateway_id ?? "")} />
         </Field>
         <fieldset>
           <legend>{TYPES.find(([v]) => v === checkType)?.[1]} settings</legend>
