@@ -692,7 +692,7 @@ export const ENTITIES: EntityDecl[] = [
       "acknowledged_by",
       "resolved_by",
       "escalation_reason",
-      "incident_key",
+      // incident_key is internal (decision 0500: never serialised), so it is not a field here.
     ],
     float: ["metric_value", "threshold_value"],
     int: ["escalation_level", "notification_count"],

@@ -32,6 +32,3 @@ CREATE UNIQUE INDEX IF NOT EXISTS service_checks_profile_key
   ON service_checks (profile_id, device_uid, profile_check) WHERE profile_id IS NOT NULL;
 
 CREATE INDEX IF NOT EXISTS devices_group_idx ON devices (group_id) WHERE group_id IS NOT NULL;
-
--- Hosts a sweep discovers join this group (when in none yet), so its profiles monitor them.
-ALTER TABLE network_sweeps ADD COLUMN IF NOT EXISTS group_id uuid REFERENCES device_groups (id) ON DELETE SET NULL;
