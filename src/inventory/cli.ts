@@ -1,6 +1,7 @@
 import { flag, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
 import { withContext } from "../cli/database.ts";
+import { cliPath, stderr, stderrStream, stdout } from "../cli/io.ts";
 import { isAppError } from "../kernel/errors.ts";
 import { ImportValidationError, importDevicesFile, progressBar } from "./import.ts";
 
@@ -27,23 +28,21 @@ stderr.`,
       throw new UsageError("--format must be csv or jsonl");
     try {
       const res = await withContext((ctx) =>
-        importDevicesFile(ctx, file, {
+        importDevicesFile(ctx, cliPath(file), {
           format,
           source: flag(args, "source") ?? "import",
           partition: flag(args, "partition"),
           group: flag(args, "group"),
-          onProgress: progressBar(),
+          onProgress: progressBar(stderrStream()),
         }),
       );
-      process.stdout.write(
-        `imported ${res.rows} rows: ${res.created} devices created, ${res.updated} updated\n`,
-      );
+      stdout(`imported ${res.rows} rows: ${res.created} devices created, ${res.updated} updated\n`);
       // Never drop what the file said without saying so (issue 13).
       for (const [field, rows] of Object.entries(res.unknown_fields)) {
-        process.stderr.write(`warning: unknown field '${field}' in ${rows} row(s) was ignored\n`);
+        stderr(`warning: unknown field '${field}' in ${rows} row(s) was ignored\n`);
       }
       if (res.metadata_columns.length > 0) {
-        process.stderr.write(
+        stderr(
           `note: columns ${res.metadata_columns.map((c) => `'${c}'`).join(", ")} are not device fields; stored in metadata\n`,
         );
       }
@@ -51,18 +50,18 @@ stderr.`,
     } catch (err) {
       if (err instanceof ImportValidationError) {
         for (const e of err.lineErrors.slice(0, 50)) {
-          process.stderr.write(`line ${e.line}: ${e.field ?? "row"}: ${e.message}\n`);
+          stderr(`line ${e.line}: ${e.field ?? "row"}: ${e.message}\n`);
         }
-        if (err.lineErrors.length > 50) process.stderr.write(`... and ${err.lineErrors.length - 50} more\n`);
-        process.stderr.write(`error: ${err.message}\n`);
+        if (err.lineErrors.length > 50) stderr(`... and ${err.lineErrors.length - 50} more\n`);
+        stderr(`error: ${err.message}\n`);
         return 1;
       }
       if (isAppError(err)) {
-        process.stderr.write(`error: ${err.message}\n`);
+        stderr(`error: ${err.message}\n`);
         return 1;
       }
       if ((err as NodeJS.ErrnoException).code === "ENOENT") {
-        process.stderr.write(`error: no such file: ${file}\n`);
+        stderr(`error: no such file: ${file}\n`);
         return 1;
       }
       throw err;

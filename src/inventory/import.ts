@@ -221,7 +221,7 @@ export async function importDevicesFile(
 
 /** A progress bar on stderr (redrawn in place on a terminal, one line per 10% otherwise). */
 export function progressBar(
-  stream: NodeJS.WriteStream = process.stderr,
+  stream: { write(text: string): unknown; isTTY?: boolean } = process.stderr,
 ): (done: number, total: number) => void {
   const started = Date.now();
   let lastDecile = -1;
