@@ -142,7 +142,9 @@ variables (NETMON_CHECK_ALLOW_LINK_LOCAL, NETMON_CUSTOM_CHECK_ALLOWLIST) apply h
     await retrying(log, "registering with the gateway", () => agent.start());
     log.info({ agent: agent.uid }, "agent running");
     process.stdout.write(`NETMON_AGENT_UID=${agent.uid}\n`);
-    await waitForSignal(log, () => agent.stop(), config.shutdownTimeoutSeconds);
+    // Finish in-flight jobs for most of the shutdown budget, keeping time to hand back the rest.
+    const graceMs = Math.max(1000, config.shutdownTimeoutSeconds * 1000 - 3000);
+    await waitForSignal(log, () => agent.stop(graceMs), config.shutdownTimeoutSeconds);
     exitSoon();
     return 0;
   },

@@ -7,6 +7,7 @@
 import os from "node:os";
 import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
+import { loadOrCreateInstanceId } from "../kernel/instance-id.ts";
 import { registerControlRoutes } from "./control-routes.ts";
 import { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, markSilent } from "./fleet.ts";
 import { clearPlaceableAlerts, endJobsOfGoneAgents } from "./gone-agents.ts";
@@ -64,7 +65,11 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
     async start(ctx) {
       const settings = monitoringSettings(ctx.config);
       const embedded = opts.embedded ?? ctx.config.embeddedAgent;
-      const embeddedId = `embedded-${os.hostname()}`.slice(0, 200);
+      // Per-instance identity: host name plus the data directory's instance id.
+      const embeddedId = `embedded-${os.hostname()}-${loadOrCreateInstanceId(ctx.config.dataDir)}`.slice(
+        0,
+        200,
+      );
       // Placement is explicit (decision 0600): checks with no agent run on this core's embedded
       // agent, so a remote agent joining never silently takes them over.
       const defaultAgentUid = embedded && settings.unassignedChecks === "embedded" ? embeddedId : undefined;

@@ -224,4 +224,32 @@ describe.runIf(testBackend() === "postgres")("several replicas on one PostgreSQL
     expect((await (a as TestServer).fetch("/health")).status).toBe(200);
     expect((await (b as TestServer).fetch("/health")).status).toBe(200);
   });
+
+  it("give each replica its own embedded gateway, so one stopping never takes the other's offline", async () => {
+    const url = await createPgDatabase(true);
+    const env = { DATABASE_URL: url, NETMON_EMBEDDED_AGENT: "true" };
+    const a = await startTestServer({ env });
+    const b = await startTestServer({ env });
+    servers.push(b);
+    type Gw = { gateway_id: string; status: string };
+    const gateways = () =>
+      b.db.many<Gw>(
+        "SELECT gateway_id, status FROM gateways WHERE gateway_id LIKE 'embedded-%' ORDER BY gateway_id",
+      );
+    const both = await waitFor(async () => {
+      const rows = await gateways();
+      return rows.length === 2 && rows.every((r) => r.status === "healthy") ? rows : null;
+    }, "two healthy embedded gateways");
+    // The same host, two instances: the id carries each data directory's instance id.
+    expect(new Set(both.map((g) => g.gateway_id)).size).toBe(2);
+    const idOf = (s: TestServer) =>
+      `embedded-${os.hostname()}-${fs.readFileSync(path.join(s.ctx.config.dataDir, "instance-id"), "utf8").trim()}`;
+    const [idA, idB] = [idOf(a), idOf(b)];
+    expect(both.map((g) => g.gateway_id).sort()).toEqual([idA, idB].sort());
+
+    await a.stop();
+    const after = await gateways();
+    expect(after.find((g) => g.gateway_id === idA)?.status).toBe("offline");
+    expect(after.find((g) => g.gateway_id === idB)?.status).toBe("healthy");
+  });
 });

@@ -93,7 +93,12 @@ export class Agent {
   private readonly sem: Semaphore;
   private readonly maxJobs: number;
   private readonly abort = new AbortController();
+  private readonly stopping = new Promise<void>((resolve) =>
+    this.abort.signal.addEventListener("abort", () => resolve(), { once: true }),
+  );
   private running = false;
+  /** Ids of the jobs being run (handed back if the agent stops before they finish). */
+  private readonly activeJobIds = new Set<string>();
   private activeJobs = new Set<Promise<void>>();
   private loop: Promise<void> | null = null;
   private timers: NodeJS.Timeout[] = [];
@@ -169,7 +174,8 @@ export class Agent {
     while (this.running) {
       const free = this.maxJobs - this.activeJobs.size;
       if (free <= 0) {
-        await Promise.race(this.activeJobs);
+        // Full: wait for a job to finish, or for stop() (which must not wait on a long job here).
+        await Promise.race([...this.activeJobs, this.stopping]);
         continue;
       }
       let jobs: JobPayload[];
@@ -184,7 +190,11 @@ export class Agent {
         continue;
       }
       for (const job of jobs) {
-        const p = this.runJob(job).finally(() => this.activeJobs.delete(p));
+        this.activeJobIds.add(job.id);
+        const p = this.runJob(job).finally(() => {
+          this.activeJobs.delete(p);
+          this.activeJobIds.delete(job.id);
+        });
         this.activeJobs.add(p);
       }
     }
@@ -250,16 +260,37 @@ export class Agent {
     this.log.error({ job: job.id }, "could not deliver results");
   }
 
-  /** Stop claiming, finish in-flight jobs (up to `graceMs`), disconnect. */
+  /**
+   * Stop claiming, finish in-flight jobs and deliver their results (up to `graceMs`), hand back
+   * the jobs that did not finish (the core retries them elsewhere at once instead of after
+   * their timeout), disconnect.
+   */
   async stop(graceMs = 10_000): Promise<void> {
     if (!this.running) return;
     this.running = false;
     this.abort.abort();
     for (const t of this.timers) clearInterval(t);
-    await Promise.race([
-      Promise.allSettled([...this.activeJobs]),
-      new Promise((r) => setTimeout(r, graceMs)),
+    // A claim answered while stopping still brings jobs (already marked started for us): let
+    // the loop take them into activeJobs before deciding what finishes and what goes back.
+    await this.loop?.catch(() => {});
+    let grace: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      Promise.allSettled([...this.activeJobs]).then(() => true),
+      new Promise<boolean>((r) => {
+        grace = setTimeout(() => r(false), graceMs);
+      }),
     ]);
+    clearTimeout(grace);
+    if (!finished && this.activeJobIds.size > 0) {
+      const left = [...this.activeJobIds];
+      const handed = await Promise.allSettled(
+        left.map((id) => this.gw.fail(this.uid, id, "the agent stopped before the job finished")),
+      );
+      this.log.warn(
+        { jobs: left.length, handed_back: handed.filter((h) => h.status === "fulfilled").length },
+        "handed unfinished jobs back for retry",
+      );
+    }
     await this.loop?.catch(() => {});
     try {
       await this.gw.disconnect(this.uid);
