@@ -441,6 +441,69 @@ describe("core, gateway and agent as separate processes", () => {
     expect((await api("DELETE", `/service-checks/${pinnedId}`)).status).toBe(204);
   }, 120_000);
 
+  it("loses none of 50 checks when an agent gets SIGTERM with many in flight: finished ones delivered, the rest handed back", async () => {
+    const gatewayUrl = (globalThis as { gatewayUrl?: string }).gatewayUrl as string;
+    // agent-a comes back with a short shutdown budget (grace 1 s: shorter than the 3 s checks).
+    const stopping = run(
+      ["agent", "--gateway", gatewayUrl, "--token", agentATok, "--heartbeat-seconds", "1"],
+      {
+        NETMON_SHUTDOWN_TIMEOUT: "4s",
+      },
+    );
+    expect(await stopping.line("NETMON_AGENT_UID=")).toBe("agent-a");
+    await stopProc(agentB); // only agent-a takes the work for now
+    const ids: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      ids.push(
+        await createCheck({
+          name: `slow ${i}`,
+          check_type: "http",
+          target: `http://127.0.0.1:${httpT.port}/slow`,
+          interval_seconds: 3600,
+          timeout_seconds: 10,
+        }),
+      );
+    }
+    // Due now rather than somewhere in the first hour.
+    for (const id of ids) {
+      const run = await api("PATCH", `/service-checks/${id}/run`, { data: { type: "service-check", id } });
+      expect(run.status).toBe(200);
+    }
+    const inFlight = await waitFor(async () => {
+      const r = await api("GET", "/poll-jobs/running");
+      const mine = r.doc.data.filter(
+        (j: { attributes: { agent_id: string; check_ids: string[] } }) =>
+          j.attributes.agent_id === "agent-a" && j.attributes.check_ids.some((c) => ids.includes(c)),
+      );
+      const checks = mine.reduce(
+        (n: number, j: { attributes: { check_ids: string[] } }) => n + j.attributes.check_ids.length,
+        0,
+      );
+      return checks >= 20 ? mine : null;
+    }, "checks running on agent-a");
+    expect(inFlight.length).toBeGreaterThan(0);
+    await stopProc(stopping, "SIGTERM");
+    expect(stopping.child.exitCode).toBe(0);
+    expect(stopping.out.join("\n")).toMatch(/handed unfinished jobs back for retry/);
+
+    // Another agent takes the handed-back work; every check gets its result.
+    agentB = run(["agent", "--gateway", gatewayUrl, "--token", agentBTok, "--heartbeat-seconds", "1"], {});
+    expect(await agentB.line("NETMON_AGENT_UID=")).toBe("agent-b");
+    await waitFor(
+      async () => {
+        const r = await api("GET", "/service-checks?page[limit]=200");
+        const done = r.doc.data.filter(
+          (c: { id: string; attributes: { last_result: string | null } }) =>
+            ids.includes(c.id) && c.attributes.last_result === "success",
+        );
+        return done.length === 50;
+      },
+      "all 50 checks with a result",
+      90_000,
+    );
+    for (const id of ids) expect((await api("DELETE", `/service-checks/${id}`)).status).toBe(204);
+  }, 180_000);
+
   it("loses no completed result across a core restart, and work resumes", async () => {
     const before = await api("GET", "/poll-jobs?filter[status][eq]=completed&page[limit]=1000");
     expect(before.status, JSON.stringify(before.doc)).toBe(200);
