@@ -210,6 +210,25 @@ export const VARIABLES = {
     default: false,
     description: "Re-apply the bootstrap admin password on every start",
   }),
+  NETMON_RATE_LIMIT_INGEST: v({
+    parse: rate,
+    default: { requests: 6000, windowSeconds: 60 },
+    description:
+      "Request budget of each credential on the OTLP/HTTP receivers (/v1/logs, /v1/metrics, /v1/traces)",
+    shownDefault: "6000/60s",
+  }),
+  NETMON_OTLP_BODY_LIMIT: v({
+    parse: int(1024, 256 * 1024 * 1024),
+    default: 16 * 1024 * 1024,
+    description:
+      "Maximum OTLP request size in bytes, compressed and after gzip decompression (HTTP and gRPC); larger answers 413 / RESOURCE_EXHAUSTED",
+  }),
+  NETMON_INGEST_MAX_PENDING: v({
+    parse: int(100, 10_000_000),
+    default: 100_000,
+    description:
+      "Telemetry records (logs, points, spans, syslog messages) being written at once; beyond it receivers answer 503 + Retry-After (gRPC UNAVAILABLE) instead of queueing",
+  }),
   SERVICE_AUTH_FORCE_LOCAL_LOGIN: v({
     parse: bool,
     default: false,
@@ -270,6 +289,12 @@ export interface Config {
     generate: boolean;
   };
   forceLocalLogin: boolean;
+  /** Telemetry receivers (src/telemetry/ingest): OTLP/HTTP, OTLP/gRPC, syslog, SNMP traps. */
+  ingest: {
+    rateLimit: Rate;
+    otlpBodyLimit: number;
+    maxPending: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -344,6 +369,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       generate: r.NETMON_INITIAL_ADMIN,
     },
     forceLocalLogin: r.SERVICE_AUTH_FORCE_LOCAL_LOGIN,
+    ingest: {
+      rateLimit: r.NETMON_RATE_LIMIT_INGEST,
+      otlpBodyLimit: r.NETMON_OTLP_BODY_LIMIT,
+      maxPending: r.NETMON_INGEST_MAX_PENDING,
+    },
   };
 }
 

@@ -1,5 +1,7 @@
 import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
+import { IngestGate } from "./ingest-gate.ts";
+import { otlpHttpRoutes } from "./otlp/http.ts";
 import { purgeExpiredTelemetry } from "./retention.ts";
 import { rollupHourly } from "./rollup.ts";
 
@@ -14,9 +16,18 @@ const RETENTION_FIRST_MS = 60_000;
 /** Each pass recomputes the current and previous hour buckets (late rows land there). */
 const ROLLUP_LOOKBACK_MS = 2 * 3_600_000;
 
-/** Telemetry background work (leader-only through advisory locks): hourly rollups and retention. */
+/**
+ * Telemetry: the ingest receivers (OTLP/HTTP routes here; OTLP/gRPC, syslog and SNMP traps
+ * started with the feature) sharing one back-pressure gate, and the background work
+ * (leader-only through advisory locks): hourly rollups and retention.
+ */
 export function createTelemetryFeature(): Feature {
   const timers: NodeJS.Timeout[] = [];
+  let gate: IngestGate | null = null;
+  const gateFor = (ctx: AppContext) => {
+    gate ??= new IngestGate(ctx.config.ingest.maxPending);
+    return gate;
+  };
   let running: Promise<void> | null = null;
 
   async function exclusive(ctx: AppContext, key: bigint, what: string, fn: () => Promise<void>) {
@@ -50,6 +61,9 @@ export function createTelemetryFeature(): Feature {
 
   return {
     name: "telemetry",
+    async routes(app, ctx) {
+      await otlpHttpRoutes(app, ctx, gateFor(ctx));
+    },
     start(ctx) {
       timers.push(setInterval(() => run(() => rollup(ctx)), ROLLUP_EVERY_MS));
       timers.push(setInterval(() => run(() => retention(ctx)), RETENTION_EVERY_MS));

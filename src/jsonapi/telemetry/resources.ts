@@ -208,6 +208,7 @@ export const otelMetricPointResource = telemetry({
     max: "float",
     bucket_counts: { type: "array", items: "integer", filterable: false },
     explicit_bounds: { type: "array", items: "float", filterable: false },
+    details: json,
     attributes: json,
     resource_attributes: json,
     partition: "string",

@@ -8045,6 +8045,9 @@ export interface components {
         max?: number | null;
         bucket_counts?: number[] | null;
         explicit_bounds?: number[] | null;
+        details?: {
+          [key: string]: unknown;
+        } | null;
         attributes?: {
           [key: string]: unknown;
         } | null;
@@ -8241,6 +8244,32 @@ export interface components {
       is_distinct_from?: string;
       is_not_distinct_from?: string;
     };
+    "otel_metric_point-filter-details": {
+      eq?: {
+        [key: string]: unknown;
+      };
+      not_eq?: {
+        [key: string]: unknown;
+      };
+      greater_than?: {
+        [key: string]: unknown;
+      };
+      greater_than_or_equal?: {
+        [key: string]: unknown;
+      };
+      less_than?: {
+        [key: string]: unknown;
+      };
+      less_than_or_equal?: {
+        [key: string]: unknown;
+      };
+      in?: {
+        [key: string]: unknown;
+      }[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
     "otel_metric_point-filter-attributes": {
       eq?: {
         [key: string]: unknown;
@@ -8362,6 +8391,11 @@ export interface components {
       sum?: number | components["schemas"]["otel_metric_point-filter-sum"];
       min?: number | components["schemas"]["otel_metric_point-filter-min"];
       max?: number | components["schemas"]["otel_metric_point-filter-max"];
+      details?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["otel_metric_point-filter-details"];
       attributes?:
         | {
             [key: string]: unknown;
