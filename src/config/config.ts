@@ -229,6 +229,16 @@ export const VARIABLES = {
     description:
       "Telemetry records (logs, points, spans, syslog messages) being written at once; beyond it receivers answer 503 + Retry-After (gRPC UNAVAILABLE) instead of queueing",
   }),
+  NETMON_INGEST_HOST: v({
+    parse: str,
+    default: "0.0.0.0",
+    description: "Listen address of the non-HTTP receivers: OTLP/gRPC, syslog (UDP and TCP) and SNMP traps",
+  }),
+  NETMON_SYSLOG_PORT: v({
+    parse: int(0, 65535),
+    default: 5514,
+    description: "Syslog listen port, UDP and TCP (RFC 5424 and RFC 3164); 0 turns the syslog receiver off",
+  }),
   SERVICE_AUTH_FORCE_LOCAL_LOGIN: v({
     parse: bool,
     default: false,
@@ -294,6 +304,8 @@ export interface Config {
     rateLimit: Rate;
     otlpBodyLimit: number;
     maxPending: number;
+    host: string;
+    syslogPort: number;
   };
 }
 
@@ -373,6 +385,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimit: r.NETMON_RATE_LIMIT_INGEST,
       otlpBodyLimit: r.NETMON_OTLP_BODY_LIMIT,
       maxPending: r.NETMON_INGEST_MAX_PENDING,
+      host: r.NETMON_INGEST_HOST,
+      syslogPort: r.NETMON_SYSLOG_PORT,
     },
   };
 }

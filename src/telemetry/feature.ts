@@ -4,6 +4,18 @@ import { IngestGate } from "./ingest-gate.ts";
 import { otlpHttpRoutes } from "./otlp/http.ts";
 import { purgeExpiredTelemetry } from "./retention.ts";
 import { rollupHourly } from "./rollup.ts";
+import { type SyslogReceiver, startSyslogReceiver } from "./syslog/receiver.ts";
+
+/** The non-HTTP receivers a running server started (tests flush and address them). */
+export interface Receivers {
+  syslog: SyslogReceiver | null;
+}
+const RECEIVERS = new WeakMap<AppContext, Receivers>();
+
+/** The receivers started on this context (all null when off). */
+export function receiversOf(ctx: AppContext): Receivers {
+  return RECEIVERS.get(ctx) ?? { syslog: null };
+}
 
 /** Advisory lock key of the hourly rollup job (one replica rolls up at a time). */
 export const ROLLUP_LOCK_KEY = 0x6e65746d6f6e0300n;
@@ -24,6 +36,7 @@ const ROLLUP_LOOKBACK_MS = 2 * 3_600_000;
 export function createTelemetryFeature(): Feature {
   const timers: NodeJS.Timeout[] = [];
   let gate: IngestGate | null = null;
+  const receivers: Receivers = { syslog: null };
   const gateFor = (ctx: AppContext) => {
     gate ??= new IngestGate(ctx.config.ingest.maxPending);
     return gate;
@@ -64,13 +77,18 @@ export function createTelemetryFeature(): Feature {
     async routes(app, ctx) {
       await otlpHttpRoutes(app, ctx, gateFor(ctx));
     },
-    start(ctx) {
+    async start(ctx) {
+      const { host, syslogPort } = ctx.config.ingest;
+      RECEIVERS.set(ctx, receivers);
+      if (syslogPort > 0) receivers.syslog = await startSyslogReceiver(ctx, gateFor(ctx), host, syslogPort);
       timers.push(setInterval(() => run(() => rollup(ctx)), ROLLUP_EVERY_MS));
       timers.push(setInterval(() => run(() => retention(ctx)), RETENTION_EVERY_MS));
       timers.push(setTimeout(() => run(() => retention(ctx)), RETENTION_FIRST_MS));
       for (const t of timers) t.unref();
     },
     async stop() {
+      await receivers.syslog?.close().catch(() => undefined);
+      receivers.syslog = null;
       for (const t of timers) clearTimeout(t);
       timers.length = 0;
       await running;

@@ -6019,7 +6019,9 @@ export interface components {
         gateway_id?: string | null;
         agent_id?: string | null;
         source?: string | null;
+        source_ip?: string | null;
         host?: string | null;
+        facility?: string | null;
         partition?: string | null;
         /** Format: date-time */
         created_at?: string | null;
@@ -6340,7 +6342,37 @@ export interface components {
       like?: string;
       ilike?: string;
     };
+    "log-filter-source_ip": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
     "log-filter-host": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "log-filter-facility": {
       eq?: string;
       not_eq?: string;
       greater_than?: string;
@@ -6438,7 +6470,9 @@ export interface components {
       gateway_id?: string | components["schemas"]["log-filter-gateway_id"];
       agent_id?: string | components["schemas"]["log-filter-agent_id"];
       source?: string | components["schemas"]["log-filter-source"];
+      source_ip?: string | components["schemas"]["log-filter-source_ip"];
       host?: string | components["schemas"]["log-filter-host"];
+      facility?: string | components["schemas"]["log-filter-facility"];
       partition?: string | components["schemas"]["log-filter-partition"];
       created_at?: string | components["schemas"]["log-filter-created_at"];
       id?: string | components["schemas"]["log-filter-id"];
@@ -15170,7 +15204,7 @@ export interface operations {
       query?: {
         /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
         filter?: components["schemas"]["log-filter"];
-        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, timestamp, observed_timestamp, trace_id, span_id, severity_text, severity_number, body, event_name, service_name, service_version, service_instance, scope_name, scope_version, device_id, gateway_id, agent_id, source, host, partition, created_at */
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, timestamp, observed_timestamp, trace_id, span_id, severity_text, severity_number, body, event_name, service_name, service_version, service_instance, scope_name, scope_version, device_id, gateway_id, agent_id, source, source_ip, host, facility, partition, created_at */
         sort?: string;
         /** @description Pagination (offset); default 100, maximum page size 1000; always applied */
         page?: {
