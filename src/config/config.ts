@@ -234,6 +234,11 @@ export const VARIABLES = {
     default: "0.0.0.0",
     description: "Listen address of the non-HTTP receivers: OTLP/gRPC, syslog (UDP and TCP) and SNMP traps",
   }),
+  NETMON_OTLP_GRPC_PORT: v({
+    parse: int(0, 65535),
+    default: 4317,
+    description: "OTLP/gRPC listen port (logs, metrics, traces); 0 turns the gRPC receiver off",
+  }),
   NETMON_SYSLOG_PORT: v({
     parse: int(0, 65535),
     default: 5514,
@@ -305,6 +310,7 @@ export interface Config {
     otlpBodyLimit: number;
     maxPending: number;
     host: string;
+    otlpGrpcPort: number;
     syslogPort: number;
   };
 }
@@ -386,6 +392,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       otlpBodyLimit: r.NETMON_OTLP_BODY_LIMIT,
       maxPending: r.NETMON_INGEST_MAX_PENDING,
       host: r.NETMON_INGEST_HOST,
+      otlpGrpcPort: r.NETMON_OTLP_GRPC_PORT,
       syslogPort: r.NETMON_SYSLOG_PORT,
     },
   };

@@ -1,6 +1,7 @@
 import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
 import { IngestGate } from "./ingest-gate.ts";
+import { type OtlpGrpcServer, startOtlpGrpc } from "./otlp/grpc.ts";
 import { otlpHttpRoutes } from "./otlp/http.ts";
 import { purgeExpiredTelemetry } from "./retention.ts";
 import { rollupHourly } from "./rollup.ts";
@@ -9,12 +10,13 @@ import { type SyslogReceiver, startSyslogReceiver } from "./syslog/receiver.ts";
 /** The non-HTTP receivers a running server started (tests flush and address them). */
 export interface Receivers {
   syslog: SyslogReceiver | null;
+  otlpGrpc: OtlpGrpcServer | null;
 }
 const RECEIVERS = new WeakMap<AppContext, Receivers>();
 
 /** The receivers started on this context (all null when off). */
 export function receiversOf(ctx: AppContext): Receivers {
-  return RECEIVERS.get(ctx) ?? { syslog: null };
+  return RECEIVERS.get(ctx) ?? { syslog: null, otlpGrpc: null };
 }
 
 /** Advisory lock key of the hourly rollup job (one replica rolls up at a time). */
@@ -36,7 +38,7 @@ const ROLLUP_LOOKBACK_MS = 2 * 3_600_000;
 export function createTelemetryFeature(): Feature {
   const timers: NodeJS.Timeout[] = [];
   let gate: IngestGate | null = null;
-  const receivers: Receivers = { syslog: null };
+  const receivers: Receivers = { syslog: null, otlpGrpc: null };
   const gateFor = (ctx: AppContext) => {
     gate ??= new IngestGate(ctx.config.ingest.maxPending);
     return gate;
@@ -78,8 +80,9 @@ export function createTelemetryFeature(): Feature {
       await otlpHttpRoutes(app, ctx, gateFor(ctx));
     },
     async start(ctx) {
-      const { host, syslogPort } = ctx.config.ingest;
+      const { host, syslogPort, otlpGrpcPort } = ctx.config.ingest;
       RECEIVERS.set(ctx, receivers);
+      if (otlpGrpcPort > 0) receivers.otlpGrpc = await startOtlpGrpc(ctx, gateFor(ctx), host, otlpGrpcPort);
       if (syslogPort > 0) receivers.syslog = await startSyslogReceiver(ctx, gateFor(ctx), host, syslogPort);
       timers.push(setInterval(() => run(() => rollup(ctx)), ROLLUP_EVERY_MS));
       timers.push(setInterval(() => run(() => retention(ctx)), RETENTION_EVERY_MS));
@@ -87,6 +90,8 @@ export function createTelemetryFeature(): Feature {
       for (const t of timers) t.unref();
     },
     async stop() {
+      await receivers.otlpGrpc?.close().catch(() => undefined);
+      receivers.otlpGrpc = null;
       await receivers.syslog?.close().catch(() => undefined);
       receivers.syslog = null;
       for (const t of timers) clearTimeout(t);
