@@ -1,5 +1,6 @@
 import path from "node:path";
 import { bool, duration, int, list, oneOf, type Parser, type Rate, rate, str, url } from "./parsers.ts";
+import { parseTrapUser, type TrapUser } from "./snmp-users.ts";
 
 /**
  * Every environment variable netmon reads, declared once. The README table is checked
@@ -244,6 +245,27 @@ export const VARIABLES = {
     default: 5514,
     description: "Syslog listen port, UDP and TCP (RFC 5424 and RFC 3164); 0 turns the syslog receiver off",
   }),
+  NETMON_SNMP_TRAP_PORT: v({
+    parse: int(0, 65535),
+    default: 1162,
+    description: "SNMP trap listen port (UDP, v2c and v3); 0 turns the trap receiver off",
+  }),
+  NETMON_SNMP_TRAP_COMMUNITIES: v({
+    parse: list,
+    default: ["public"],
+    description:
+      "Comma-separated SNMP v1/v2c communities whose traps are accepted (others are refused and counted)",
+    shownDefault: "public",
+    secret: true,
+  }),
+  NETMON_SNMP_TRAP_USERS: v({
+    parse: (raw: string) => list(raw).map(parseTrapUser),
+    default: [],
+    description:
+      "Comma-separated SNMPv3 users whose traps are accepted: name[:md5|sha|sha256…:authKey[:des|aes:privKey]]",
+    shownDefault: "(none)",
+    secret: true,
+  }),
   SERVICE_AUTH_FORCE_LOCAL_LOGIN: v({
     parse: bool,
     default: false,
@@ -312,6 +334,9 @@ export interface Config {
     host: string;
     otlpGrpcPort: number;
     syslogPort: number;
+    snmpTrapPort: number;
+    snmpTrapCommunities: string[];
+    snmpTrapUsers: TrapUser[];
   };
 }
 
@@ -394,6 +419,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       host: r.NETMON_INGEST_HOST,
       otlpGrpcPort: r.NETMON_OTLP_GRPC_PORT,
       syslogPort: r.NETMON_SYSLOG_PORT,
+      snmpTrapPort: r.NETMON_SNMP_TRAP_PORT,
+      snmpTrapCommunities: r.NETMON_SNMP_TRAP_COMMUNITIES,
+      snmpTrapUsers: r.NETMON_SNMP_TRAP_USERS,
     },
   };
 }

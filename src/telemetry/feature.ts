@@ -5,18 +5,20 @@ import { type OtlpGrpcServer, startOtlpGrpc } from "./otlp/grpc.ts";
 import { otlpHttpRoutes } from "./otlp/http.ts";
 import { purgeExpiredTelemetry } from "./retention.ts";
 import { rollupHourly } from "./rollup.ts";
+import { startTrapReceiver, type TrapReceiver } from "./snmp-trap.ts";
 import { type SyslogReceiver, startSyslogReceiver } from "./syslog/receiver.ts";
 
 /** The non-HTTP receivers a running server started (tests flush and address them). */
 export interface Receivers {
   syslog: SyslogReceiver | null;
   otlpGrpc: OtlpGrpcServer | null;
+  snmpTrap: TrapReceiver | null;
 }
 const RECEIVERS = new WeakMap<AppContext, Receivers>();
 
 /** The receivers started on this context (all null when off). */
 export function receiversOf(ctx: AppContext): Receivers {
-  return RECEIVERS.get(ctx) ?? { syslog: null, otlpGrpc: null };
+  return RECEIVERS.get(ctx) ?? { syslog: null, otlpGrpc: null, snmpTrap: null };
 }
 
 /** Advisory lock key of the hourly rollup job (one replica rolls up at a time). */
@@ -38,7 +40,7 @@ const ROLLUP_LOOKBACK_MS = 2 * 3_600_000;
 export function createTelemetryFeature(): Feature {
   const timers: NodeJS.Timeout[] = [];
   let gate: IngestGate | null = null;
-  const receivers: Receivers = { syslog: null, otlpGrpc: null };
+  const receivers: Receivers = { syslog: null, otlpGrpc: null, snmpTrap: null };
   const gateFor = (ctx: AppContext) => {
     gate ??= new IngestGate(ctx.config.ingest.maxPending);
     return gate;
@@ -80,9 +82,17 @@ export function createTelemetryFeature(): Feature {
       await otlpHttpRoutes(app, ctx, gateFor(ctx));
     },
     async start(ctx) {
-      const { host, syslogPort, otlpGrpcPort } = ctx.config.ingest;
+      const { host, syslogPort, otlpGrpcPort, snmpTrapPort } = ctx.config.ingest;
       RECEIVERS.set(ctx, receivers);
       if (otlpGrpcPort > 0) receivers.otlpGrpc = await startOtlpGrpc(ctx, gateFor(ctx), host, otlpGrpcPort);
+      if (snmpTrapPort > 0) {
+        receivers.snmpTrap = startTrapReceiver(ctx, gateFor(ctx), {
+          host,
+          port: snmpTrapPort,
+          communities: ctx.config.ingest.snmpTrapCommunities,
+          users: ctx.config.ingest.snmpTrapUsers,
+        });
+      }
       if (syslogPort > 0) receivers.syslog = await startSyslogReceiver(ctx, gateFor(ctx), host, syslogPort);
       timers.push(setInterval(() => run(() => rollup(ctx)), ROLLUP_EVERY_MS));
       timers.push(setInterval(() => run(() => retention(ctx)), RETENTION_EVERY_MS));
@@ -92,6 +102,8 @@ export function createTelemetryFeature(): Feature {
     async stop() {
       await receivers.otlpGrpc?.close().catch(() => undefined);
       receivers.otlpGrpc = null;
+      await receivers.snmpTrap?.close().catch(() => undefined);
+      receivers.snmpTrap = null;
       await receivers.syslog?.close().catch(() => undefined);
       receivers.syslog = null;
       for (const t of timers) clearTimeout(t);
