@@ -1,5 +1,6 @@
 import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
+import { computeCapacityForecasts } from "./forecast.ts";
 import { IngestGate } from "./ingest-gate.ts";
 import { type OtlpGrpcServer, startOtlpGrpc } from "./otlp/grpc.ts";
 import { otlpHttpRoutes } from "./otlp/http.ts";
@@ -25,6 +26,11 @@ export function receiversOf(ctx: AppContext): Receivers {
 export const ROLLUP_LOCK_KEY = 0x6e65746d6f6e0300n;
 /** Advisory lock key of the retention job (one replica purges at a time). */
 export const RETENTION_LOCK_KEY = 0x6e65746d6f6e0301n;
+/** Advisory lock key of the capacity-forecast job. */
+export const FORECAST_LOCK_KEY = 0x6e65746d6f6e0302n;
+const FORECAST_EVERY_MS = 60 * 60_000;
+/** The first forecasts come shortly after start (after a rollup pass), not an hour later. */
+const FORECAST_FIRST_MS = 3 * 60_000;
 const ROLLUP_EVERY_MS = 5 * 60_000;
 const RETENTION_EVERY_MS = 60 * 60_000;
 /** The first retention pass runs shortly after start, not an hour later. */
@@ -71,6 +77,12 @@ export function createTelemetryFeature(): Feature {
       if (Object.keys(purged).length > 0) ctx.log.info({ purged }, "expired telemetry purged");
     });
 
+  const forecast = (ctx: AppContext) =>
+    exclusive(ctx, FORECAST_LOCK_KEY, "capacity forecast", async () => {
+      const n = await computeCapacityForecasts(ctx.db, ctx.now());
+      ctx.log.debug({ forecasts: n }, "capacity forecasts computed");
+    });
+
   /** One job at a time: on PGlite they would only queue behind each other. */
   function run(job: () => Promise<void>): void {
     if (!running) running = job().finally(() => (running = null));
@@ -97,6 +109,8 @@ export function createTelemetryFeature(): Feature {
       timers.push(setInterval(() => run(() => rollup(ctx)), ROLLUP_EVERY_MS));
       timers.push(setInterval(() => run(() => retention(ctx)), RETENTION_EVERY_MS));
       timers.push(setTimeout(() => run(() => retention(ctx)), RETENTION_FIRST_MS));
+      timers.push(setInterval(() => run(() => forecast(ctx)), FORECAST_EVERY_MS));
+      timers.push(setTimeout(() => run(() => forecast(ctx)), FORECAST_FIRST_MS));
       for (const t of timers) t.unref();
     },
     async stop() {
