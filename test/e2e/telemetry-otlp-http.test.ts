@@ -433,6 +433,42 @@ describe("OTLP/HTTP back-pressure", () => {
     await server?.stop();
   });
 
+  it("answers 503 + Retry-After while storage refuses the write, stores nothing, and recovers without restart", async () => {
+    const token = await tokenFor(server, "admin");
+    const body = (text: string) =>
+      JSON.stringify({
+        resourceLogs: [
+          {
+            resource: { attributes: [{ key: "service.name", value: { stringValue: "outage-svc" } }] },
+            scopeLogs: [{ logRecords: [{ body: { stringValue: text } }] }],
+          },
+        ],
+      });
+    const send = (text: string) =>
+      server.fetch("/v1/logs", {
+        method: "POST",
+        headers: { ...authHeaders(token), "content-type": "application/json" },
+        body: body(text),
+      });
+    // The table disappears under the receiver (as a failed-over or restoring database would refuse writes).
+    await server.db.query("ALTER TABLE logs RENAME TO logs_offline");
+    let down: Response;
+    try {
+      down = await send("during the outage");
+    } finally {
+      await server.db.query("ALTER TABLE logs_offline RENAME TO logs");
+    }
+    expect(down.status).toBe(503);
+    expect(Number(down.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await down.json()).toMatchObject({ error: "storage_unavailable", code: 14 });
+    const up = await send("after the outage");
+    expect(up.status).toBe(200);
+    const rows = await server.db.many<{ body: string }>(
+      "SELECT body FROM logs WHERE service_name = 'outage-svc'",
+    );
+    expect(rows.map((r) => r.body)).toEqual(["after the outage"]);
+  });
+
   it("answers 429 with Retry-After once the credential's ingest budget is spent", async () => {
     const token = await tokenFor(server, "operator");
     const send = () =>

@@ -188,6 +188,19 @@ describe("syslog receiver (UDP and TCP, RFC 5424 and RFC 3164)", () => {
     expect(tcp?.attributes).toMatchObject({ "syslog.format": "rfc3164", "syslog.transport": "tcp" });
   });
 
+  it("keeps messages received while storage refuses writes and stores them once it recovers", async () => {
+    await server.db.query("ALTER TABLE logs RENAME TO logs_offline");
+    try {
+      await sendUdp("<14>1 - - outage-udp - - - during the outage (udp)");
+      await sendTcp(["<14>1 - - outage-tcp - - - during the outage (tcp)\n"]);
+      await new Promise((r) => setTimeout(r, 600)); // a few failed write attempts
+    } finally {
+      await server.db.query("ALTER TABLE logs_offline RENAME TO logs");
+    }
+    expect((await logs("filter[service_name]=outage-udp"))[0]?.body).toBe("during the outage (udp)");
+    expect((await logs("filter[service_name]=outage-tcp"))[0]?.body).toBe("during the outage (tcp)");
+  });
+
   it("closes a TCP stream with a malformed octet count instead of buffering it", async () => {
     const sock = net.connect(port, "127.0.0.1");
     await new Promise<void>((r) => sock.once("connect", () => r()));
