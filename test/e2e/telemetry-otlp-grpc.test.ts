@@ -22,7 +22,11 @@ describe("OTLP/gRPC receiver (real OpenTelemetry SDK gRPC exporters)", () => {
   beforeAll(async () => {
     const port = await freeTcpUdpPort();
     server = await startTestServer({
-      env: { NETMON_OTLP_GRPC_PORT: String(port), NETMON_INGEST_HOST: "127.0.0.1" },
+      env: {
+        NETMON_OTLP_GRPC_PORT: String(port),
+        NETMON_INGEST_HOST: "127.0.0.1",
+        NETMON_RATE_LIMIT_AUTH_FAILURES: "2/60s",
+      },
     });
     url = `http://127.0.0.1:${port}`;
     operator = await tokenFor(server, "operator");
@@ -155,5 +159,13 @@ describe("OTLP/gRPC receiver (real OpenTelemetry SDK gRPC exporters)", () => {
     expect(await v2("/api/v2/logs?filter[service_name]=grpc-viewer")).toEqual([]);
     const ok = await exportLogs(new OTLPLogExporter({ url, metadata: metadata(operator) }), "grpc-ok", "yes");
     expect(ok.code).toBe(0);
+  });
+  // Last: it spends this IP's failed-authentication budget.
+  it("budgets failed authentications per client IP as HTTP does", async () => {
+    const bad = () =>
+      exportLogs(new OTLPLogExporter({ url, metadata: metadata("not-a-token") }), "grpc-bad", "x");
+    expect(String((await bad()).error?.message)).toMatch(/UNAUTHENTICATED|Authentication/i);
+    expect(String((await bad()).error?.message)).toMatch(/UNAUTHENTICATED|Authentication/i);
+    expect(String((await bad()).error?.message)).toMatch(/RESOURCE_EXHAUSTED|too many failed/i);
   });
 });

@@ -50,7 +50,52 @@ function statusFor(err: unknown): { code: grpc.status; details: string } {
   return { code: grpc.status.INTERNAL, details: "An unexpected error occurred" };
 }
 
-async function authenticate(ctx: AppContext, md: grpc.Metadata): Promise<Actor> {
+function limiterOf(ctx: AppContext): ReturnType<typeof accessState>["limiter"] | null {
+  try {
+    return accessState(ctx).limiter;
+  } catch {
+    return null; // no access feature (a test composition): nothing to charge
+  }
+}
+
+/** Client address of a call ("ipv4:1.2.3.4:567" / "ipv6:[::1]:567" → the address). */
+function peerIp(peer: string): string {
+  const m = /^ipv[46]:\[?([^\]]+?)\]?:\d+$/.exec(peer);
+  return m ? (m[1] as string) : peer;
+}
+
+/**
+ * Credential guessing is budgeted per client IP as on HTTP (NETMON_RATE_LIMIT_AUTH_FAILURES):
+ * once spent, calls presenting credentials get RESOURCE_EXHAUSTED before any lookup.
+ */
+async function authenticate(ctx: AppContext, md: grpc.Metadata, peer: string): Promise<Actor> {
+  const limiter = limiterOf(ctx);
+  const ip = peerIp(peer);
+  const failures = ctx.config.rateLimitAuthFailures;
+  const seen = limiter ? await limiter.peek("auth_failures", `ip:${ip}`, failures).catch(() => null) : null;
+  if (seen && !seen.allowed) {
+    throw new AppError(
+      429,
+      "rate_limited",
+      `too many failed authentications; retry after ${seen.retryAfter}s`,
+      "Too many requests",
+    );
+  }
+  try {
+    return await authenticateCredentials(ctx, md);
+  } catch (err) {
+    if (
+      err instanceof AppError &&
+      err.status === 401 &&
+      (md.get("authorization").length > 0 || md.get("x-api-key").length > 0)
+    ) {
+      await limiter?.consume("auth_failures", `ip:${ip}`, failures).catch(() => undefined);
+    }
+    throw err;
+  }
+}
+
+async function authenticateCredentials(ctx: AppContext, md: grpc.Metadata): Promise<Actor> {
   const first = (k: string) => {
     const v = md.get(k)[0];
     return typeof v === "string" ? v : undefined;
@@ -74,12 +119,8 @@ async function authenticate(ctx: AppContext, md: grpc.Metadata): Promise<Actor> 
 }
 
 async function chargeBudget(ctx: AppContext, actor: Actor): Promise<void> {
-  let limiter: ReturnType<typeof accessState>["limiter"];
-  try {
-    limiter = accessState(ctx).limiter;
-  } catch {
-    return; // no access feature (a test composition): nothing to charge
-  }
+  const limiter = limiterOf(ctx);
+  if (!limiter) return;
   const decision = await limiter
     .consume("ingest", `cred:${actor.tokenJti ?? actor.id}`, ctx.config.ingest.rateLimit)
     .catch(() => null);
@@ -121,7 +162,7 @@ export async function startOtlpGrpc(
     };
     const handler: grpc.handleUnaryCall<Buffer, Record<string, unknown>> = (call, callback) => {
       (async () => {
-        const actor = await authenticate(ctx, call.metadata);
+        const actor = await authenticate(ctx, call.metadata, call.getPeer());
         await chargeBudget(ctx, actor);
         const message = decodeOtlp(kind, call.request, "protobuf");
         const r = await storeOtlp(ctx, gate, kind, message, actor.email ?? actor.id);

@@ -80,9 +80,15 @@ function readBody(payload: NodeJS.ReadableStream, limit: number): Promise<Buffer
     });
     payload.on("end", () => {
       if (!done) resolve(Buffer.concat(chunks));
+      done = true;
     });
     payload.on("error", (err) => {
       if (!done) reject(new InvalidRequestError("the request body could not be read", { cause: err }));
+      done = true;
+    });
+    // A client that goes away mid-body: settle, so nothing waits on a stream that never ends.
+    payload.on("close", () => {
+      if (!done) reject(new InvalidRequestError("the request body was cut off", { code: "body_incomplete" }));
       done = true;
     });
   });
@@ -160,6 +166,17 @@ export async function otlpHttpRoutes(app: FastifyInstance, ctx: AppContext, gate
     // Every media type reaches the handler as raw bytes (kept aside, so the generic input guard
     // does not walk a Buffer); the handler decides protobuf / JSON / 415.
     scope.addContentTypeParser("*", (request, payload, done) => {
+      const declared = Number(request.headers["content-length"]);
+      if (Number.isFinite(declared) && declared > limit) {
+        // Refused before reading a byte.
+        done(
+          new PayloadTooLargeError(`the OTLP request is larger than ${limit} bytes`, {
+            code: "body_too_large",
+          }),
+          undefined,
+        );
+        return;
+      }
       readBody(payload, limit).then(
         (buf) => {
           RAW.set(request, buf);
