@@ -1,6 +1,8 @@
+import { promoteLogs } from "../alerting/event-rules.ts";
+import { writeInternalLog } from "../alerting/internal-log.ts";
 import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
-import { computeCapacityForecasts } from "./forecast.ts";
+import { computeCapacityForecasts, type ExhaustionSignal, exhaustionSignals } from "./forecast.ts";
 import { IngestGate } from "./ingest-gate.ts";
 import { type OtlpGrpcServer, startOtlpGrpc } from "./otlp/grpc.ts";
 import { otlpHttpRoutes } from "./otlp/http.ts";
@@ -37,6 +39,49 @@ const RETENTION_EVERY_MS = 60 * 60_000;
 const RETENTION_FIRST_MS = 60_000;
 /** Each pass recomputes the current and previous hour buckets (late rows land there). */
 const ROLLUP_LOOKBACK_MS = 2 * 3_600_000;
+
+/**
+ * One forecast pass: compute, then emit each exhaustion signal as an internal log through the
+ * event rules and stateful rules (so "disk full within 7 days" can alert; decision 0310).
+ */
+export async function runCapacityForecasts(ctx: AppContext): Promise<ExhaustionSignal[]> {
+  const now = ctx.now();
+  const n = await computeCapacityForecasts(ctx.db, now);
+  const signals = await exhaustionSignals(ctx.db, now);
+  for (const { kind, forecast: f } of signals) {
+    const hours =
+      f.projected_exhaustion_at === null
+        ? null
+        : Math.round((f.projected_exhaustion_at.getTime() - now.getTime()) / 360_000) / 10;
+    const what =
+      `${f.resource_type ?? "resource"} ${f.resource_label ?? ""} on ${f.resource_id ?? "?"}`.replace(
+        /\s+/g,
+        " ",
+      );
+    const log = await writeInternalLog(ctx, {
+      source: "capacity",
+      service_name: "netmon.capacity",
+      severity_text: kind === "capacity.exhaustion_forecast" ? "WARN" : "INFO",
+      body:
+        kind === "capacity.exhaustion_forecast"
+          ? `${what} projected to reach 100 % at ${f.projected_exhaustion_at?.toISOString()} (in ${hours} h, confidence ${f.confidence})`
+          : `${what} no longer projected to reach 100 % within 7 days`,
+      attributes: {
+        event_type: kind,
+        resource_key: f.resource_key,
+        resource_type: f.resource_type,
+        resource_id: f.resource_id,
+        metric_name: f.metric_name,
+        hours_to_exhaustion: hours,
+        confidence: f.confidence,
+        current_value: f.current_value,
+      },
+    });
+    await promoteLogs(ctx, [log]);
+  }
+  ctx.log.debug({ forecasts: n, signals: signals.length }, "capacity forecasts computed");
+  return signals;
+}
 
 /**
  * Telemetry: the ingest receivers (OTLP/HTTP routes here; OTLP/gRPC, syslog and SNMP traps
@@ -79,8 +124,7 @@ export function createTelemetryFeature(): Feature {
 
   const forecast = (ctx: AppContext) =>
     exclusive(ctx, FORECAST_LOCK_KEY, "capacity forecast", async () => {
-      const n = await computeCapacityForecasts(ctx.db, ctx.now());
-      ctx.log.debug({ forecasts: n }, "capacity forecasts computed");
+      await runCapacityForecasts(ctx);
     });
 
   /** One job at a time: on PGlite they would only queue behind each other. */

@@ -181,3 +181,49 @@ export async function computeCapacityForecasts(db: Queryable, now: Date): Promis
   );
   return rows.length;
 }
+
+/** A forecast row as read back (the fields the alert signal needs). */
+interface StoredForecast {
+  resource_key: string;
+  resource_type: string | null;
+  resource_id: string | null;
+  resource_label: string | null;
+  metric_name: string;
+  projected_exhaustion_at: Date | null;
+  confidence: number | null;
+  current_value: number | null;
+  [key: string]: unknown;
+}
+
+export interface ExhaustionSignal {
+  kind: "capacity.exhaustion_forecast" | "capacity.exhaustion_cleared";
+  forecast: StoredForecast;
+}
+
+/**
+ * What the latest run means for alerting: an `exhaustion_forecast` signal for every resource
+ * projected to reach 100 % within the horizon, and an `exhaustion_cleared` signal for every
+ * resource that was so projected by the previous run but no longer is. The feature emits each
+ * as an internal log, so a stateful alert rule (`match: {event_type:
+ * "capacity.exhaustion_forecast"}`, `recover_match: {event_type:
+ * "capacity.exhaustion_cleared"}`, grouped by `resource_key`) alerts "disk full within 7 days".
+ */
+export async function exhaustionSignals(db: Queryable, now: Date): Promise<ExhaustionSignal[]> {
+  const rows = await db.many<StoredForecast & { run: "current" | "previous" }>(sql`
+    WITH runs AS (
+      SELECT DISTINCT forecasted_at FROM capacity_forecasts WHERE forecasted_at <= ${now}
+      ORDER BY forecasted_at DESC LIMIT 2)
+    SELECT f.resource_key, f.resource_type, f.resource_id, f.resource_label, f.metric_name,
+           f.projected_exhaustion_at, f.confidence, f.current_value,
+           CASE WHEN f.forecasted_at = (SELECT max(forecasted_at) FROM runs) THEN 'current' ELSE 'previous' END AS run
+    FROM capacity_forecasts f
+    WHERE f.forecasted_at IN (SELECT forecasted_at FROM runs) AND f.status = 'projected'
+      AND f.projected_exhaustion_at IS NOT NULL AND f.projected_exhaustion_at <= f.horizon_ends_at`);
+  const current = rows.filter((r) => r.run === "current");
+  const flagged = new Set(current.map((r) => r.resource_key));
+  const cleared = rows.filter((r) => r.run === "previous" && !flagged.has(r.resource_key));
+  return [
+    ...current.map((forecast) => ({ kind: "capacity.exhaustion_forecast" as const, forecast })),
+    ...cleared.map((forecast) => ({ kind: "capacity.exhaustion_cleared" as const, forecast })),
+  ];
+}

@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createStatefulRule } from "../../src/alerting/stateful-rules.ts";
+import { testActor } from "../../src/alerting/test-context.ts";
+import { runCapacityForecasts } from "../../src/telemetry/feature.ts";
 import { computeCapacityForecasts, linearFit } from "../../src/telemetry/forecast.ts";
 import { rollupHourly } from "../../src/telemetry/rollup.ts";
 import { insertDiskMetrics } from "../../src/telemetry/write.ts";
@@ -74,5 +77,40 @@ describe("capacity forecasts (linear trend over the hourly rollups)", () => {
       body: JSON.stringify({ query: "in:capacity_forecasts status:projected" }),
     });
     expect(((await q.json()) as { results: unknown[] }).results).toHaveLength(2);
+  });
+
+  it("drives a stateful alert rule: 'disk full within 7 days' fires, and clears when the trend stops", async () => {
+    await createStatefulRule(server.ctx, testActor("operator", ["observability.rules.create"]), {
+      name: "disk full within 7 days",
+      signal: "log",
+      match: { event_type: "capacity.exhaustion_forecast" },
+      group_by: ["resource_key"],
+      threshold: 1,
+      window_seconds: 7200,
+      bucket_seconds: 3600,
+      alert: {
+        title: "{{resource_key}} full within 7 days",
+        severity: "warning",
+        recover_match: { event_type: "capacity.exhaustion_cleared" },
+      },
+    });
+    // The previous test's data: /data is filling. Run the job as the leader does.
+    const signals = await runCapacityForecasts(server.ctx);
+    expect(signals.map((x) => [x.kind, x.forecast.resource_key])).toEqual([
+      ["capacity.exhaustion_forecast", "disk:db-1:/data"],
+    ]);
+    const open = await server.db.many<{ title: string; status: string }>(
+      "SELECT title, status FROM alerts WHERE title LIKE '%full within 7 days'",
+    );
+    expect(open).toEqual([{ title: "disk:db-1:/data full within 7 days", status: "pending" }]);
+
+    // The disk is cleaned up: a flat recent hour history makes the next pass clear it.
+    await server.db.query("DELETE FROM disk_metrics_hourly WHERE mount_point = '/data'");
+    const later = await runCapacityForecasts(server.ctx);
+    expect(later.map((x) => x.kind)).toEqual(["capacity.exhaustion_cleared"]);
+    const after = await server.db.many<{ status: string }>(
+      "SELECT status FROM alerts WHERE title = 'disk:db-1:/data full within 7 days'",
+    );
+    expect(after).toEqual([{ status: "resolved" }]);
   });
 });
