@@ -140,7 +140,20 @@ export function createTelemetryFeature(): Feature {
     async start(ctx) {
       const { host, syslogPort, otlpGrpcPort, snmpTrapPort } = ctx.config.ingest;
       RECEIVERS.set(ctx, receivers);
-      if (otlpGrpcPort > 0) receivers.otlpGrpc = await startOtlpGrpc(ctx, gateFor(ctx), host, otlpGrpcPort);
+      // A receiver that cannot listen (port taken, no permission) is logged as an error and
+      // stays off; the API and the other receivers keep running (and /v1/* still ingests).
+      const tryStart = async <T>(what: string, port: number, fn: () => Promise<T>): Promise<T | null> => {
+        try {
+          return await fn();
+        } catch (err) {
+          ctx.log.error({ err, host, port }, `${what} receiver could not start; it stays off`);
+          return null;
+        }
+      };
+      if (otlpGrpcPort > 0)
+        receivers.otlpGrpc = await tryStart("OTLP/gRPC", otlpGrpcPort, () =>
+          startOtlpGrpc(ctx, gateFor(ctx), host, otlpGrpcPort),
+        );
       if (snmpTrapPort > 0) {
         receivers.snmpTrap = startTrapReceiver(ctx, gateFor(ctx), {
           host,
@@ -149,7 +162,10 @@ export function createTelemetryFeature(): Feature {
           users: ctx.config.ingest.snmpTrapUsers,
         });
       }
-      if (syslogPort > 0) receivers.syslog = await startSyslogReceiver(ctx, gateFor(ctx), host, syslogPort);
+      if (syslogPort > 0)
+        receivers.syslog = await tryStart("syslog", syslogPort, () =>
+          startSyslogReceiver(ctx, gateFor(ctx), host, syslogPort),
+        );
       timers.push(setInterval(() => run(() => rollup(ctx)), ROLLUP_EVERY_MS));
       timers.push(setInterval(() => run(() => retention(ctx)), RETENTION_EVERY_MS));
       timers.push(setTimeout(() => run(() => retention(ctx)), RETENTION_FIRST_MS));

@@ -209,3 +209,27 @@ describe("syslog receiver (UDP and TCP, RFC 5424 and RFC 3164)", () => {
     expect(sock.destroyed).toBe(true);
   });
 });
+
+describe("a receiver port already taken", () => {
+  it("leaves that receiver off with an error logged; the server and the HTTP API run", async () => {
+    const port = await freeTcpUdpPort();
+    const squatter = net.createServer();
+    await new Promise<void>((r) => squatter.listen(port, "127.0.0.1", () => r()));
+    const server = await startTestServer({
+      env: {
+        NETMON_SYSLOG_PORT: String(port),
+        NETMON_OTLP_GRPC_PORT: String(port),
+        NETMON_INGEST_HOST: "127.0.0.1",
+      },
+    });
+    try {
+      expect(receiversOf(server.ctx).otlpGrpc).toBeNull();
+      expect(receiversOf(server.ctx).syslog).toBeNull();
+      expect(server.logs.filter((l) => l.includes("receiver could not start")).length).toBe(2);
+      expect((await server.fetch("/health")).status).toBe(200);
+    } finally {
+      await server.stop();
+      await new Promise<void>((r) => squatter.close(() => r()));
+    }
+  });
+});

@@ -248,13 +248,18 @@ export async function startSyslogReceiver(
   tcp.maxConnections = MAX_CONNECTIONS;
   // The same port number for TCP as UDP got (an ephemeral UDP port may be taken on TCP: retry).
   const udpPort = udp.address().port;
-  await new Promise<void>((resolve, reject) => {
-    tcp.once("error", reject);
-    tcp.listen(port === 0 ? 0 : udpPort, host, () => {
-      tcp.off("error", reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      tcp.once("error", reject);
+      tcp.listen(port === 0 ? 0 : udpPort, host, () => {
+        tcp.off("error", reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    udp.close();
+    throw err;
+  }
   const tcpPort = (tcp.address() as net.AddressInfo).port;
   ctx.log.info({ host, udp_port: udpPort, tcp_port: tcpPort }, "syslog receiver listening");
 
