@@ -311,6 +311,33 @@ export const timeseriesInterfaceHourlyResource = telemetry({
   attributes: attrs({ ...HOURLY, if_index: "integer" }, ["unit", "target_device_ip", "tags"]),
 });
 
+export const otelMetricPointHourlyResource = telemetry({
+  type: "otel_metric_point_hourly",
+  base: "/otel_metric_points_hourly",
+  table: "otel_metric_points_hourly",
+  permission: "observability.metrics.view",
+  description: "Hourly rollup of OTLP metric points per series (read-only)",
+  defaultSort: "-bucket",
+  attributes: attrs({
+    bucket: "datetime",
+    metric_name: "string",
+    metric_type: "string",
+    service_name: "string",
+    attributes: json,
+    temporality: "string",
+    unit: "string",
+    avg_value: "float",
+    min_value: "float",
+    max_value: "float",
+    sum_value: "float",
+    last_value: "float",
+    count_total: "integer",
+    sum_total: "float",
+    sample_count: "integer",
+    partition: "string",
+  }),
+});
+
 export const capacityForecastResource = telemetry({
   type: "capacity_forecast",
   base: "/capacity_forecasts",
