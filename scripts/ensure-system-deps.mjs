@@ -11,6 +11,8 @@ const REQUIRED = [
   ["snmpd", "snmpd"],
   ["snmpget", "snmp"],
   ["mtr", "mtr-tiny"],
+  // telemetry ingest: real senders (util-linux logger for syslog; snmptrap comes with snmp)
+  ["logger", "bsdutils"],
   // console: browser tests drive Debian's Chromium through playwright-core (no browser downloads)
   ["chromium", "chromium"],
 ];

@@ -63,6 +63,8 @@ function budgetFor(ctx: AppContext, scope: RateLimitScope): Budget | null {
       return ctx.config.rateLimitControl;
     case "mcp":
       return ctx.config.rateLimitMcp;
+    case "ingest":
+      return ctx.config.ingest.rateLimit;
     default:
       return null;
   }
@@ -198,7 +200,7 @@ async function applyBudget(
   const budget = budgetFor(ctx, scope);
   if (!budget) return;
   const subject =
-    scope === "control" && actor
+    (scope === "control" || scope === "ingest") && actor
       ? `cred:${actor.tokenJti ?? actor.sessionId ?? actor.id}`
       : scope === "mcp" && actor
         ? `ip:${request.ip}:${actor.tokenJti ?? actor.id}`

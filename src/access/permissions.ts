@@ -43,6 +43,7 @@ export const PERMISSIONS: readonly PermissionDef[] = [
   p("infrastructure", "infrastructure.view", V, "View gateways and agents"),
   p("infrastructure", "infrastructure.manage", O, "Manage gateways and agents"),
   p("observability", "observability.logs.view", V, "View logs"),
+  p("observability", "telemetry.ingest", O, "Send logs, metrics and traces to the OTLP receivers"),
   p("observability", "observability.metrics.view", V, "View metrics"),
   p("observability", "observability.traces.view", V, "View traces"),
   p("observability", "observability.events.view", V, "View events"),

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { bool, duration, int, list, oneOf, type Parser, type Rate, rate, str, url } from "./parsers.ts";
+import { parseTrapUser, type TrapUser } from "./snmp-users.ts";
 
 /**
  * Every environment variable netmon reads, declared once. The README table is checked
@@ -210,6 +211,61 @@ export const VARIABLES = {
     default: false,
     description: "Re-apply the bootstrap admin password on every start",
   }),
+  NETMON_RATE_LIMIT_INGEST: v({
+    parse: rate,
+    default: { requests: 6000, windowSeconds: 60 },
+    description:
+      "Request budget of each credential on the OTLP/HTTP receivers (/v1/logs, /v1/metrics, /v1/traces)",
+    shownDefault: "6000/60s",
+  }),
+  NETMON_OTLP_BODY_LIMIT: v({
+    parse: int(1024, 256 * 1024 * 1024),
+    default: 16 * 1024 * 1024,
+    description:
+      "Maximum OTLP request size in bytes, compressed and after gzip decompression (HTTP and gRPC); larger answers 413 / RESOURCE_EXHAUSTED",
+  }),
+  NETMON_INGEST_MAX_PENDING: v({
+    parse: int(100, 10_000_000),
+    default: 100_000,
+    description:
+      "Telemetry records (logs, points, spans, syslog messages) being written at once; beyond it receivers answer 503 + Retry-After (gRPC UNAVAILABLE) instead of queueing",
+  }),
+  NETMON_INGEST_HOST: v({
+    parse: str,
+    default: "0.0.0.0",
+    description: "Listen address of the non-HTTP receivers: OTLP/gRPC, syslog (UDP and TCP) and SNMP traps",
+  }),
+  NETMON_OTLP_GRPC_PORT: v({
+    parse: int(0, 65535),
+    default: 4317,
+    description: "OTLP/gRPC listen port (logs, metrics, traces); 0 turns the gRPC receiver off",
+  }),
+  NETMON_SYSLOG_PORT: v({
+    parse: int(0, 65535),
+    default: 5514,
+    description: "Syslog listen port, UDP and TCP (RFC 5424 and RFC 3164); 0 turns the syslog receiver off",
+  }),
+  NETMON_SNMP_TRAP_PORT: v({
+    parse: int(0, 65535),
+    default: 1162,
+    description: "SNMP trap listen port (UDP, v2c and v3); 0 turns the trap receiver off",
+  }),
+  NETMON_SNMP_TRAP_COMMUNITIES: v({
+    parse: list,
+    default: ["public"],
+    description:
+      "Comma-separated SNMP v1/v2c communities whose traps are accepted (others are refused and counted)",
+    shownDefault: "public",
+    secret: true,
+  }),
+  NETMON_SNMP_TRAP_USERS: v({
+    parse: (raw: string) => list(raw).map(parseTrapUser),
+    default: [],
+    description:
+      "Comma-separated SNMPv3 users whose traps are accepted: name[:md5|sha|sha256…:authKey[:des|aes:privKey]]",
+    shownDefault: "(none)",
+    secret: true,
+  }),
   SERVICE_AUTH_FORCE_LOCAL_LOGIN: v({
     parse: bool,
     default: false,
@@ -270,6 +326,18 @@ export interface Config {
     generate: boolean;
   };
   forceLocalLogin: boolean;
+  /** Telemetry receivers (src/telemetry/ingest): OTLP/HTTP, OTLP/gRPC, syslog, SNMP traps. */
+  ingest: {
+    rateLimit: Rate;
+    otlpBodyLimit: number;
+    maxPending: number;
+    host: string;
+    otlpGrpcPort: number;
+    syslogPort: number;
+    snmpTrapPort: number;
+    snmpTrapCommunities: string[];
+    snmpTrapUsers: TrapUser[];
+  };
 }
 
 export class ConfigError extends Error {
@@ -344,6 +412,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       generate: r.NETMON_INITIAL_ADMIN,
     },
     forceLocalLogin: r.SERVICE_AUTH_FORCE_LOCAL_LOGIN,
+    ingest: {
+      rateLimit: r.NETMON_RATE_LIMIT_INGEST,
+      otlpBodyLimit: r.NETMON_OTLP_BODY_LIMIT,
+      maxPending: r.NETMON_INGEST_MAX_PENDING,
+      host: r.NETMON_INGEST_HOST,
+      otlpGrpcPort: r.NETMON_OTLP_GRPC_PORT,
+      syslogPort: r.NETMON_SYSLOG_PORT,
+      snmpTrapPort: r.NETMON_SNMP_TRAP_PORT,
+      snmpTrapCommunities: r.NETMON_SNMP_TRAP_COMMUNITIES,
+      snmpTrapUsers: r.NETMON_SNMP_TRAP_USERS,
+    },
   };
 }
 

@@ -28,7 +28,7 @@ export type AccessRule =
 
 export type BodyMembers = readonly string[] | "validated";
 
-export type RateLimitScope = "api_default" | "admin" | "control" | "mcp" | "none";
+export type RateLimitScope = "api_default" | "admin" | "control" | "mcp" | "ingest" | "none";
 
 declare module "fastify" {
   interface FastifyContextConfig {

@@ -1,12 +1,38 @@
+import { promoteLogs } from "../alerting/event-rules.ts";
+import { writeInternalLog } from "../alerting/internal-log.ts";
 import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
+import { computeCapacityForecasts, type ExhaustionSignal, exhaustionSignals } from "./forecast.ts";
+import { IngestGate } from "./ingest-gate.ts";
+import { type OtlpGrpcServer, startOtlpGrpc } from "./otlp/grpc.ts";
+import { otlpHttpRoutes } from "./otlp/http.ts";
 import { purgeExpiredTelemetry } from "./retention.ts";
 import { rollupHourly } from "./rollup.ts";
+import { startTrapReceiver, type TrapReceiver } from "./snmp-trap.ts";
+import { type SyslogReceiver, startSyslogReceiver } from "./syslog/receiver.ts";
+
+/** The non-HTTP receivers a running server started (tests flush and address them). */
+export interface Receivers {
+  syslog: SyslogReceiver | null;
+  otlpGrpc: OtlpGrpcServer | null;
+  snmpTrap: TrapReceiver | null;
+}
+const RECEIVERS = new WeakMap<AppContext, Receivers>();
+
+/** The receivers started on this context (all null when off). */
+export function receiversOf(ctx: AppContext): Receivers {
+  return RECEIVERS.get(ctx) ?? { syslog: null, otlpGrpc: null, snmpTrap: null };
+}
 
 /** Advisory lock key of the hourly rollup job (one replica rolls up at a time). */
 export const ROLLUP_LOCK_KEY = 0x6e65746d6f6e0300n;
 /** Advisory lock key of the retention job (one replica purges at a time). */
 export const RETENTION_LOCK_KEY = 0x6e65746d6f6e0301n;
+/** Advisory lock key of the capacity-forecast job. */
+export const FORECAST_LOCK_KEY = 0x6e65746d6f6e0302n;
+const FORECAST_EVERY_MS = 60 * 60_000;
+/** The first forecasts come shortly after start (after a rollup pass), not an hour later. */
+const FORECAST_FIRST_MS = 3 * 60_000;
 const ROLLUP_EVERY_MS = 5 * 60_000;
 const RETENTION_EVERY_MS = 60 * 60_000;
 /** The first retention pass runs shortly after start, not an hour later. */
@@ -14,9 +40,62 @@ const RETENTION_FIRST_MS = 60_000;
 /** Each pass recomputes the current and previous hour buckets (late rows land there). */
 const ROLLUP_LOOKBACK_MS = 2 * 3_600_000;
 
-/** Telemetry background work (leader-only through advisory locks): hourly rollups and retention. */
+/**
+ * One forecast pass: compute, then emit each exhaustion signal as an internal log through the
+ * event rules and stateful rules (so "disk full within 7 days" can alert; decision 0310).
+ */
+export async function runCapacityForecasts(ctx: AppContext): Promise<ExhaustionSignal[]> {
+  const now = ctx.now();
+  const n = await computeCapacityForecasts(ctx.db, now);
+  const signals = await exhaustionSignals(ctx.db, now);
+  for (const { kind, forecast: f } of signals) {
+    const hours =
+      f.projected_exhaustion_at === null
+        ? null
+        : Math.round((f.projected_exhaustion_at.getTime() - now.getTime()) / 360_000) / 10;
+    const what =
+      `${f.resource_type ?? "resource"} ${f.resource_label ?? ""} on ${f.resource_id ?? "?"}`.replace(
+        /\s+/g,
+        " ",
+      );
+    const log = await writeInternalLog(ctx, {
+      source: "capacity",
+      service_name: "netmon.capacity",
+      severity_text: kind === "capacity.exhaustion_forecast" ? "WARN" : "INFO",
+      body:
+        kind === "capacity.exhaustion_forecast"
+          ? `${what} projected to reach 100 % at ${f.projected_exhaustion_at?.toISOString()} (in ${hours} h, confidence ${f.confidence})`
+          : `${what} no longer projected to reach 100 % within 7 days`,
+      attributes: {
+        event_type: kind,
+        resource_key: f.resource_key,
+        resource_type: f.resource_type,
+        resource_id: f.resource_id,
+        metric_name: f.metric_name,
+        hours_to_exhaustion: hours,
+        confidence: f.confidence,
+        current_value: f.current_value,
+      },
+    });
+    await promoteLogs(ctx, [log]);
+  }
+  ctx.log.debug({ forecasts: n, signals: signals.length }, "capacity forecasts computed");
+  return signals;
+}
+
+/**
+ * Telemetry: the ingest receivers (OTLP/HTTP routes here; OTLP/gRPC, syslog and SNMP traps
+ * started with the feature) sharing one back-pressure gate, and the background work
+ * (leader-only through advisory locks): hourly rollups and retention.
+ */
 export function createTelemetryFeature(): Feature {
   const timers: NodeJS.Timeout[] = [];
+  let gate: IngestGate | null = null;
+  const receivers: Receivers = { syslog: null, otlpGrpc: null, snmpTrap: null };
+  const gateFor = (ctx: AppContext) => {
+    gate ??= new IngestGate(ctx.config.ingest.maxPending);
+    return gate;
+  };
   let running: Promise<void> | null = null;
 
   async function exclusive(ctx: AppContext, key: bigint, what: string, fn: () => Promise<void>) {
@@ -43,6 +122,11 @@ export function createTelemetryFeature(): Feature {
       if (Object.keys(purged).length > 0) ctx.log.info({ purged }, "expired telemetry purged");
     });
 
+  const forecast = (ctx: AppContext) =>
+    exclusive(ctx, FORECAST_LOCK_KEY, "capacity forecast", async () => {
+      await runCapacityForecasts(ctx);
+    });
+
   /** One job at a time: on PGlite they would only queue behind each other. */
   function run(job: () => Promise<void>): void {
     if (!running) running = job().finally(() => (running = null));
@@ -50,13 +134,52 @@ export function createTelemetryFeature(): Feature {
 
   return {
     name: "telemetry",
-    start(ctx) {
+    async routes(app, ctx) {
+      await otlpHttpRoutes(app, ctx, gateFor(ctx));
+    },
+    async start(ctx) {
+      const { host, syslogPort, otlpGrpcPort, snmpTrapPort } = ctx.config.ingest;
+      RECEIVERS.set(ctx, receivers);
+      // A receiver that cannot listen (port taken, no permission) is logged as an error and
+      // stays off; the API and the other receivers keep running (and /v1/* still ingests).
+      const tryStart = async <T>(what: string, port: number, fn: () => Promise<T>): Promise<T | null> => {
+        try {
+          return await fn();
+        } catch (err) {
+          ctx.log.error({ err, host, port }, `${what} receiver could not start; it stays off`);
+          return null;
+        }
+      };
+      if (otlpGrpcPort > 0)
+        receivers.otlpGrpc = await tryStart("OTLP/gRPC", otlpGrpcPort, () =>
+          startOtlpGrpc(ctx, gateFor(ctx), host, otlpGrpcPort),
+        );
+      if (snmpTrapPort > 0) {
+        receivers.snmpTrap = startTrapReceiver(ctx, gateFor(ctx), {
+          host,
+          port: snmpTrapPort,
+          communities: ctx.config.ingest.snmpTrapCommunities,
+          users: ctx.config.ingest.snmpTrapUsers,
+        });
+      }
+      if (syslogPort > 0)
+        receivers.syslog = await tryStart("syslog", syslogPort, () =>
+          startSyslogReceiver(ctx, gateFor(ctx), host, syslogPort),
+        );
       timers.push(setInterval(() => run(() => rollup(ctx)), ROLLUP_EVERY_MS));
       timers.push(setInterval(() => run(() => retention(ctx)), RETENTION_EVERY_MS));
       timers.push(setTimeout(() => run(() => retention(ctx)), RETENTION_FIRST_MS));
+      timers.push(setInterval(() => run(() => forecast(ctx)), FORECAST_EVERY_MS));
+      timers.push(setTimeout(() => run(() => forecast(ctx)), FORECAST_FIRST_MS));
       for (const t of timers) t.unref();
     },
     async stop() {
+      await receivers.otlpGrpc?.close().catch(() => undefined);
+      receivers.otlpGrpc = null;
+      await receivers.snmpTrap?.close().catch(() => undefined);
+      receivers.snmpTrap = null;
+      await receivers.syslog?.close().catch(() => undefined);
+      receivers.syslog = null;
       for (const t of timers) clearTimeout(t);
       timers.length = 0;
       await running;

@@ -32,6 +32,7 @@ export const RETAINED_TABLES: readonly { table: string; column: string; class: R
   { table: "memory_metrics_hourly", column: "bucket", class: "rollups" },
   { table: "disk_metrics_hourly", column: "bucket", class: "rollups" },
   { table: "process_metrics_hourly", column: "bucket", class: "rollups" },
+  { table: "otel_metric_points_hourly", column: "bucket", class: "rollups" },
   { table: "logs", column: "timestamp", class: "logs" },
   { table: "events", column: "time", class: "logs" },
   { table: "otel_traces", column: "timestamp", class: "logs" },

@@ -83,4 +83,21 @@ export async function rollupHourly(db: Queryable, from: Date, to: Date): Promise
       avg_cpu_usage = EXCLUDED.avg_cpu_usage, max_cpu_usage = EXCLUDED.max_cpu_usage,
       avg_memory_usage = EXCLUDED.avg_memory_usage, max_memory_usage = EXCLUDED.max_memory_usage,
       sample_count = EXCLUDED.sample_count`);
+  await db.query(sql`
+    INSERT INTO otel_metric_points_hourly (bucket, metric_name, metric_type, service_name, attributes_hash,
+      attributes, temporality, unit, "partition", avg_value, min_value, max_value, sum_value, last_value,
+      count_total, sum_total, sample_count)
+    SELECT date_trunc('hour', "timestamp"), metric_name, COALESCE(metric_type, ''), COALESCE(service_name, ''),
+      md5(attributes::text), attributes, max(temporality), max(unit), max("partition"),
+      avg(value), min(value), max(value), sum(value), (array_agg(value ORDER BY "timestamp" DESC))[1],
+      CASE WHEN max(temporality) = 'delta' THEN sum(count) ELSE max(count) END,
+      CASE WHEN max(temporality) = 'delta' THEN sum(sum) ELSE max(sum) END,
+      count(*)
+    FROM otel_metric_points WHERE "timestamp" >= ${lo}::timestamptz AND "timestamp" < ${hi}::timestamptz
+    GROUP BY 1, 2, 3, 4, attributes
+    ON CONFLICT (bucket, metric_name, metric_type, service_name, attributes_hash) DO UPDATE SET
+      temporality = EXCLUDED.temporality, unit = EXCLUDED.unit, "partition" = EXCLUDED."partition",
+      avg_value = EXCLUDED.avg_value, min_value = EXCLUDED.min_value, max_value = EXCLUDED.max_value,
+      sum_value = EXCLUDED.sum_value, last_value = EXCLUDED.last_value, count_total = EXCLUDED.count_total,
+      sum_total = EXCLUDED.sum_total, sample_count = EXCLUDED.sample_count`);
 }

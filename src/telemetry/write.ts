@@ -139,6 +139,7 @@ const TABLES = {
     max: null,
     bucket_counts: "bigint[]",
     explicit_bounds: "double precision[]",
+    details: "jsonb",
     attributes: "jsonb",
     resource_attributes: "jsonb",
     ingest_identity: null,
@@ -364,6 +365,9 @@ export const insertMetricPoints = (db: Queryable, rows: readonly TelemetryRow<"o
 export const insertCapacityForecasts = (db: Queryable, rows: readonly TelemetryRow<"capacity_forecasts">[]) =>
   insertTelemetry(db, "capacity_forecasts", rows);
 
+/** First key of the per-trace advisory locks taken while a trace's summary is recomputed. */
+const TRACE_LOCK_SPACE = 7310;
+
 /**
  * Insert spans and keep otel_trace_summaries current: one summary row per trace (root span,
  * duration from the earliest start to the latest end, span and error counts, services).
@@ -372,8 +376,18 @@ export async function insertSpans(db: Queryable, rows: readonly SpanRow[]): Prom
   const ids = await insertTelemetry(db, "otel_traces", rows);
   const traceIds = [
     ...new Set(rows.map((r) => r.trace_id).filter((t): t is string => typeof t === "string")),
-  ];
-  if (traceIds.length > 0) await refreshTraceSummaries(db, traceIds);
+  ].sort();
+  if (traceIds.length > 0) {
+    // Spans of one trace arrive in concurrent requests (an SDK exports each span as it ends).
+    // Without this lock two transactions each recount the trace without the other's
+    // uncommitted span and the later summary misses one. Inside a transaction the lock is held
+    // to commit, so the later refresh (a new READ COMMITTED snapshot) sees both; taken in
+    // sorted order so two multi-trace batches cannot deadlock.
+    await db.query(sql`
+      SELECT pg_advisory_xact_lock(${TRACE_LOCK_SPACE}::int, hashtext(s.t))
+      FROM (SELECT t FROM unnest(${traceIds}::text[]) AS t ORDER BY t) AS s`);
+    await refreshTraceSummaries(db, traceIds);
+  }
   return ids;
 }
 

@@ -60,6 +60,10 @@ beforeAll(async () => {
     NETMON_EMBEDDED_AGENT: "false",
     NETMON_INITIAL_ADMIN: "false",
     NETMON_LOG_LEVEL: "warn",
+    // No telemetry receivers on their fixed default ports (tests run in parallel).
+    NETMON_OTLP_GRPC_PORT: "0",
+    NETMON_SYSLOG_PORT: "0",
+    NETMON_SNMP_TRAP_PORT: "0",
   };
   server = spawn(process.execPath, [BIN, "serve"], { env, stdio: "ignore" });
   await waitFor(

@@ -160,6 +160,9 @@ describe("the netmon process", () => {
       HOST: "127.0.0.1",
       NETMON_DATA_DIR: dataDir,
       NETMON_EMBEDDED_AGENT: "false",
+      NETMON_OTLP_GRPC_PORT: "0",
+      NETMON_SYSLOG_PORT: "0",
+      NETMON_SNMP_TRAP_PORT: "0",
     };
     if (process.env.NETMON_TEST_DATABASE_URL) env.DATABASE_URL = await createPgDatabase(false);
     const child = spawn(process.execPath, [bin, "serve"], { env: { ...process.env, ...env } });

@@ -151,6 +151,9 @@ beforeAll(async () => {
     NETMON_DATA_DIR: dataDir,
     NETMON_EMBEDDED_AGENT: "false",
     NETMON_HEARTBEAT_TIMEOUT: "4s",
+    NETMON_OTLP_GRPC_PORT: "0",
+    NETMON_SYSLOG_PORT: "0",
+    NETMON_SNMP_TRAP_PORT: "0",
     NETMON_RATE_LIMIT_CONTROL: "100000/60s",
     // The test polls the API every 300 ms; the default per-IP user budget (120/60s) would answer 429.
     NETMON_RATE_LIMIT_API_DEFAULT: "100000/60s",

@@ -36,6 +36,10 @@ export async function cliWorkspace(prefix: string, timeoutMs = 120_000): Promise
     NETMON_DATA_DIR: dir,
     NETMON_SECRET_KEY_FILE: path.join(dir, "secret.key"),
     NETMON_LOG_LEVEL: "silent",
+    // Receivers with fixed default ports stay off (tests run in parallel on one machine).
+    NETMON_OTLP_GRPC_PORT: "0",
+    NETMON_SYSLOG_PORT: "0",
+    NETMON_SNMP_TRAP_PORT: "0",
   };
   let dbUrl: string | null = null;
   if (testBackend() === "postgres") {

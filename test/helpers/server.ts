@@ -50,6 +50,11 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     NETMON_EMBEDDED_AGENT: "false",
     // Tests make their own users; a generated first admin would change "last admin" arithmetic.
     NETMON_INITIAL_ADMIN: "false",
+    // The non-HTTP receivers (OTLP/gRPC, syslog, SNMP traps) default to fixed ports; tests that
+    // start many servers keep them off unless they ask for one (on a free port).
+    NETMON_OTLP_GRPC_PORT: "0",
+    NETMON_SYSLOG_PORT: "0",
+    NETMON_SNMP_TRAP_PORT: "0",
     ...opts.env,
   });
   let server: RunningServer;

@@ -84,7 +84,9 @@ export const logResource = telemetry({
     gateway_id: "string",
     agent_id: "string",
     source: "string",
+    source_ip: "string",
     host: "string",
+    facility: "string",
     partition: "string",
     created_at: "datetime",
   }),
@@ -208,6 +210,7 @@ export const otelMetricPointResource = telemetry({
     max: "float",
     bucket_counts: { type: "array", items: "integer", filterable: false },
     explicit_bounds: { type: "array", items: "float", filterable: false },
+    details: json,
     attributes: json,
     resource_attributes: json,
     partition: "string",
@@ -306,6 +309,33 @@ export const timeseriesInterfaceHourlyResource = telemetry({
   description: "Hourly rollup of interface counters (read-only)",
   defaultSort: "-bucket",
   attributes: attrs({ ...HOURLY, if_index: "integer" }, ["unit", "target_device_ip", "tags"]),
+});
+
+export const otelMetricPointHourlyResource = telemetry({
+  type: "otel_metric_point_hourly",
+  base: "/otel_metric_points_hourly",
+  table: "otel_metric_points_hourly",
+  permission: "observability.metrics.view",
+  description: "Hourly rollup of OTLP metric points per series (read-only)",
+  defaultSort: "-bucket",
+  attributes: attrs({
+    bucket: "datetime",
+    metric_name: "string",
+    metric_type: "string",
+    service_name: "string",
+    attributes: json,
+    temporality: "string",
+    unit: "string",
+    avg_value: "float",
+    min_value: "float",
+    max_value: "float",
+    sum_value: "float",
+    last_value: "float",
+    count_total: "integer",
+    sum_total: "float",
+    sample_count: "integer",
+    partition: "string",
+  }),
 });
 
 export const capacityForecastResource = telemetry({

@@ -31,7 +31,10 @@ for (const name of ["chmodSync", "fchmodSync", "lchmodSync"]) {
 
 let db;
 const ready = (async () => {
-  const opts = { extensions: { pg_trgm } };
+  // int8 as a number, as the PostgreSQL driver does (src/storage/postgres/client.ts): PGlite's
+  // default returns a BigInt past 2^53 (OTLP's unix-nanosecond columns), which JSON cannot
+  // serialise — /api/query answered 500 for spans.
+  const opts = { extensions: { pg_trgm }, parsers: { 20: (v) => Number(v) } };
   if (dataDir) opts.dataDir = dataDir;
   if (loadDataDir) opts.loadDataDir = new Blob([loadDataDir]);
   db = await PGlite.create(opts);

@@ -8,7 +8,14 @@ import type { SqlQuery } from "../sql.ts";
 const types = {
   getTypeParser(oid: number, format?: "text" | "binary") {
     if (oid === 20) return (v: string) => Number(v);
-    if (oid === 1016) return (v: string) => pg.types.arrayParser(v, Number);
+    if (oid === 1016) {
+      // int8[] (histogram bucket counts): pg's own array parser gives strings; numbers here.
+      const getParser = pg.types.getTypeParser as (oid: number, format: "text") => (v: string) => unknown;
+      const strings = getParser(1016, "text");
+      const toNumbers = (a: unknown): unknown =>
+        Array.isArray(a) ? a.map(toNumbers) : a === null ? null : Number(a);
+      return (v: string) => toNumbers(strings(v));
+    }
     return pg.types.getTypeParser(oid, format);
   },
 } as pg.CustomTypesConfig;

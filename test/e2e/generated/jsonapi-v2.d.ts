@@ -1577,6 +1577,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/v2/otel_metric_points_hourly": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List otel_metric_point_hourly resources
+     * @description Access: permission observability.metrics.view.
+     */
+    get: operations["otel_metric_point_hourly_index"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/v2/otel_metrics": {
     parameters: {
       query?: never;
@@ -6078,7 +6098,9 @@ export interface components {
         gateway_id?: string | null;
         agent_id?: string | null;
         source?: string | null;
+        source_ip?: string | null;
         host?: string | null;
+        facility?: string | null;
         partition?: string | null;
         /** Format: date-time */
         created_at?: string | null;
@@ -6399,7 +6421,37 @@ export interface components {
       like?: string;
       ilike?: string;
     };
+    "log-filter-source_ip": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
     "log-filter-host": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "log-filter-facility": {
       eq?: string;
       not_eq?: string;
       greater_than?: string;
@@ -6497,7 +6549,9 @@ export interface components {
       gateway_id?: string | components["schemas"]["log-filter-gateway_id"];
       agent_id?: string | components["schemas"]["log-filter-agent_id"];
       source?: string | components["schemas"]["log-filter-source"];
+      source_ip?: string | components["schemas"]["log-filter-source_ip"];
       host?: string | components["schemas"]["log-filter-host"];
+      facility?: string | components["schemas"]["log-filter-facility"];
       partition?: string | components["schemas"]["log-filter-partition"];
       created_at?: string | components["schemas"]["log-filter-created_at"];
       id?: string | components["schemas"]["log-filter-id"];
@@ -8251,6 +8305,9 @@ export interface components {
         max?: number | null;
         bucket_counts?: number[] | null;
         explicit_bounds?: number[] | null;
+        details?: {
+          [key: string]: unknown;
+        } | null;
         attributes?: {
           [key: string]: unknown;
         } | null;
@@ -8447,6 +8504,32 @@ export interface components {
       is_distinct_from?: string;
       is_not_distinct_from?: string;
     };
+    "otel_metric_point-filter-details": {
+      eq?: {
+        [key: string]: unknown;
+      };
+      not_eq?: {
+        [key: string]: unknown;
+      };
+      greater_than?: {
+        [key: string]: unknown;
+      };
+      greater_than_or_equal?: {
+        [key: string]: unknown;
+      };
+      less_than?: {
+        [key: string]: unknown;
+      };
+      less_than_or_equal?: {
+        [key: string]: unknown;
+      };
+      in?: {
+        [key: string]: unknown;
+      }[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
     "otel_metric_point-filter-attributes": {
       eq?: {
         [key: string]: unknown;
@@ -8568,6 +8651,11 @@ export interface components {
       sum?: number | components["schemas"]["otel_metric_point-filter-sum"];
       min?: number | components["schemas"]["otel_metric_point-filter-min"];
       max?: number | components["schemas"]["otel_metric_point-filter-max"];
+      details?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["otel_metric_point-filter-details"];
       attributes?:
         | {
             [key: string]: unknown;
@@ -8581,6 +8669,313 @@ export interface components {
       partition?: string | components["schemas"]["otel_metric_point-filter-partition"];
       created_at?: string | components["schemas"]["otel_metric_point-filter-created_at"];
       id?: string | components["schemas"]["otel_metric_point-filter-id"];
+    };
+    /** @description Hourly rollup of OTLP metric points per series (read-only) */
+    otel_metric_point_hourly: {
+      /** @enum {string} */
+      type: "otel_metric_point_hourly";
+      id: string;
+      attributes?: {
+        /** Format: date-time */
+        bucket?: string | null;
+        metric_name?: string | null;
+        metric_type?: string | null;
+        service_name?: string | null;
+        attributes?: {
+          [key: string]: unknown;
+        } | null;
+        temporality?: string | null;
+        unit?: string | null;
+        avg_value?: number | null;
+        min_value?: number | null;
+        max_value?: number | null;
+        sum_value?: number | null;
+        last_value?: number | null;
+        count_total?: number | null;
+        sum_total?: number | null;
+        sample_count?: number | null;
+        partition?: string | null;
+      };
+      relationships?: Record<string, never>;
+      links?: {
+        self?: string;
+      };
+      meta?: Record<string, never>;
+    };
+    "otel_metric_point_hourly-filter-bucket": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "otel_metric_point_hourly-filter-metric_name": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "otel_metric_point_hourly-filter-metric_type": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "otel_metric_point_hourly-filter-service_name": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "otel_metric_point_hourly-filter-attributes": {
+      eq?: {
+        [key: string]: unknown;
+      };
+      not_eq?: {
+        [key: string]: unknown;
+      };
+      greater_than?: {
+        [key: string]: unknown;
+      };
+      greater_than_or_equal?: {
+        [key: string]: unknown;
+      };
+      less_than?: {
+        [key: string]: unknown;
+      };
+      less_than_or_equal?: {
+        [key: string]: unknown;
+      };
+      in?: {
+        [key: string]: unknown;
+      }[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "otel_metric_point_hourly-filter-temporality": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "otel_metric_point_hourly-filter-unit": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "otel_metric_point_hourly-filter-avg_value": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "otel_metric_point_hourly-filter-min_value": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "otel_metric_point_hourly-filter-max_value": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "otel_metric_point_hourly-filter-sum_value": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "otel_metric_point_hourly-filter-last_value": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "otel_metric_point_hourly-filter-count_total": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "otel_metric_point_hourly-filter-sum_total": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "otel_metric_point_hourly-filter-sample_count": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "otel_metric_point_hourly-filter-partition": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "otel_metric_point_hourly-filter-id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    /** @description Filter for otel_metric_point_hourly (spec 2.5) */
+    "otel_metric_point_hourly-filter": {
+      and?: components["schemas"]["otel_metric_point_hourly-filter"][];
+      or?: components["schemas"]["otel_metric_point_hourly-filter"][];
+      not?: components["schemas"]["otel_metric_point_hourly-filter"];
+      bucket?: string | components["schemas"]["otel_metric_point_hourly-filter-bucket"];
+      metric_name?: string | components["schemas"]["otel_metric_point_hourly-filter-metric_name"];
+      metric_type?: string | components["schemas"]["otel_metric_point_hourly-filter-metric_type"];
+      service_name?: string | components["schemas"]["otel_metric_point_hourly-filter-service_name"];
+      attributes?:
+        | {
+            [key: string]: unknown;
+          }
+        | components["schemas"]["otel_metric_point_hourly-filter-attributes"];
+      temporality?: string | components["schemas"]["otel_metric_point_hourly-filter-temporality"];
+      unit?: string | components["schemas"]["otel_metric_point_hourly-filter-unit"];
+      avg_value?: number | components["schemas"]["otel_metric_point_hourly-filter-avg_value"];
+      min_value?: number | components["schemas"]["otel_metric_point_hourly-filter-min_value"];
+      max_value?: number | components["schemas"]["otel_metric_point_hourly-filter-max_value"];
+      sum_value?: number | components["schemas"]["otel_metric_point_hourly-filter-sum_value"];
+      last_value?: number | components["schemas"]["otel_metric_point_hourly-filter-last_value"];
+      count_total?: number | components["schemas"]["otel_metric_point_hourly-filter-count_total"];
+      sum_total?: number | components["schemas"]["otel_metric_point_hourly-filter-sum_total"];
+      sample_count?: number | components["schemas"]["otel_metric_point_hourly-filter-sample_count"];
+      partition?: string | components["schemas"]["otel_metric_point_hourly-filter-partition"];
+      id?: string | components["schemas"]["otel_metric_point_hourly-filter-id"];
     };
     /** @description Span-derived request metrics (read-only) */
     otel_metric: {
@@ -15434,7 +15829,7 @@ export interface operations {
       query?: {
         /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
         filter?: components["schemas"]["log-filter"];
-        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, timestamp, observed_timestamp, trace_id, span_id, severity_text, severity_number, body, event_name, service_name, service_version, service_instance, scope_name, scope_version, device_id, gateway_id, agent_id, source, host, partition, created_at */
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, timestamp, observed_timestamp, trace_id, span_id, severity_text, severity_number, body, event_name, service_name, service_version, service_instance, scope_name, scope_version, device_id, gateway_id, agent_id, source, source_ip, host, facility, partition, created_at */
         sort?: string;
         /** @description Pagination (offset); default 100, maximum page size 1000; always applied */
         page?: {
@@ -16674,6 +17069,51 @@ export interface operations {
         content: {
           "application/vnd.api+json": {
             data?: components["schemas"]["otel_metric_point"][];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  otel_metric_point_hourly_index: {
+    parameters: {
+      query?: {
+        /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
+        filter?: components["schemas"]["otel_metric_point_hourly-filter"];
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, bucket, metric_name, metric_type, service_name, temporality, unit, avg_value, min_value, max_value, sum_value, last_value, count_total, sum_total, sample_count, partition */
+        sort?: string;
+        /** @description Pagination (offset); default 100, maximum page size 1000; always applied */
+        page?: {
+          /** @default 100 */
+          limit?: number;
+          count?: boolean;
+          offset?: number;
+        };
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["otel_metric_point_hourly"][];
             included?: Record<string, never>[];
             meta?: Record<string, never>;
             links?: components["schemas"]["links"];
