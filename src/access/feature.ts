@@ -11,6 +11,7 @@ import { type Budget, createRateStore, RateLimiter } from "./rate-limit.ts";
 import { createRegistry, defaultRateLimit, type RouteRecord } from "./registry.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { credentialRoutes } from "./routes/credentials.ts";
+import { passwordResetRoutes } from "./routes/password-reset.ts";
 import { sessionRoutes } from "./routes/session.ts";
 import { decide, ruleKind } from "./rule.ts";
 import { CSRF_FIELD, CSRF_HEADER, csrfTokenMatches, SESSION_COOKIE } from "./sessions.ts";
@@ -164,6 +165,7 @@ export function createAccessFeature(): Feature {
       });
 
       await sessionRoutes(app, ctx, limiter);
+      await passwordResetRoutes(app, ctx, limiter);
       await credentialRoutes(app, ctx);
       await adminRoutes(app, ctx);
     },

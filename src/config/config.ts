@@ -95,6 +95,17 @@ export const VARIABLES = {
     description: "netmon mcp (stdio bridge): the bearer token, with the mcp scope, it presents to the server",
     secret: true,
   }),
+  NETMON_SMTP_URL: v({
+    parse: url("smtp", "smtps"),
+    description:
+      "Mail server for netmon's own mail (password reset links), e.g. smtp://user:pass@mail.example.net:587 (smtps:// for TLS from the start); unset: password reset is off",
+    secret: true,
+  }),
+  NETMON_MAIL_FROM: v({
+    parse: (s: string) => s,
+    default: "netmon@localhost",
+    description: "Sender address of netmon's own mail",
+  }),
   NETMON_MCP_ENABLED: v({
     parse: bool,
     default: true,
@@ -302,6 +313,8 @@ export interface Config {
   rateLimitMcp: Rate;
   mcpEnabled: boolean;
   mcpToken: string | undefined;
+  /** netmon's own outgoing mail (password reset); unset = off. */
+  mail: { smtpUrl: string | undefined; from: string };
   redisUrl: string | undefined;
   embeddedAgent: boolean;
   monitoring: {
@@ -385,6 +398,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitMcp: r.NETMON_RATE_LIMIT_MCP,
     mcpEnabled: r.NETMON_MCP_ENABLED,
     mcpToken: r.NETMON_MCP_TOKEN,
+    mail: { smtpUrl: r.NETMON_SMTP_URL, from: r.NETMON_MAIL_FROM },
     rateLimitAuthFailures: r.NETMON_RATE_LIMIT_AUTH_FAILURES,
     redisUrl: r.REDIS_URL,
     embeddedAgent: r.NETMON_EMBEDDED_AGENT,

@@ -5,6 +5,7 @@ import { InvalidRequestError, RateLimitedError } from "../../kernel/errors.ts";
 import { sql } from "../../storage/sql.ts";
 import { initialPasswordFile } from "../bootstrap.ts";
 import { checkOrigin } from "../csrf.ts";
+import { mailConfigured } from "../password-reset.ts";
 import { verifyPassword } from "../passwords.ts";
 import type { RateLimiter } from "../rate-limit.ts";
 import {
@@ -46,6 +47,8 @@ export function signInPage(
     email?: string;
     returnTo?: string;
     firstStart?: { email: string; file: string };
+    /** Offer "Forgot your password?" (when netmon can send mail). */
+    resetLink?: boolean;
   } = {},
 ): string {
   const err = opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : "";
@@ -62,7 +65,7 @@ export function signInPage(
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <input type="hidden" name="return_to" value="${escapeHtml(opts.returnTo ?? "/")}">
 <button type="submit">Sign in</button>
-</form></main></body></html>`;
+</form>${opts.resetLink ? `<p class="hint"><a href="/auth/password-reset">Forgot your password?</a></p>` : ""}</main></body></html>`;
 }
 
 function isForm(request: FastifyRequest): boolean {
@@ -101,7 +104,13 @@ export async function sessionRoutes(
     return reply
       .type("text/html; charset=utf-8")
       .header("cache-control", "no-store")
-      .send(signInPage({ returnTo: safeReturnTo(q.return_to), firstStart: firstStart() }));
+      .send(
+        signInPage({
+          returnTo: safeReturnTo(q.return_to),
+          firstStart: firstStart(),
+          resetLink: mailConfigured(ctx),
+        }),
+      );
   });
 
   app.get("/users/log-in.css", { config: publicPage }, async (_request, reply) =>
