@@ -6,6 +6,7 @@ import { buildApp } from "./http/app.ts";
 import type { AppContext } from "./kernel/context.ts";
 import type { Feature } from "./kernel/feature.ts";
 import { createLogger, type Logger } from "./kernel/logger.ts";
+import { Metrics } from "./kernel/metrics.ts";
 import { loadOrCreateSecretKey } from "./kernel/secret-key.ts";
 import type { Db } from "./storage/db.ts";
 import { migrate } from "./storage/migrate.ts";
@@ -43,7 +44,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     throw err;
   }
 
-  const ctx: AppContext = { config, db, log, secretKey, now: () => new Date() };
+  const ctx: AppContext = { config, db, log, secretKey, now: () => new Date(), metrics: new Metrics() };
   const features = opts.features ?? allFeatures();
   const app = await buildApp(ctx, features);
 

@@ -675,5 +675,8 @@ export async function ingestSightings(
       extra: { errors },
     });
   }
-  return ctx.db.transaction((tx) => applySightings(tx, sightings, now));
+  const result = await ctx.db.transaction((tx) => applySightings(tx, sightings, now));
+  ctx.metrics?.sightings.inc({ source: "api", outcome: "created" }, result.created);
+  ctx.metrics?.sightings.inc({ source: "api", outcome: "updated" }, result.updated);
+  return result;
 }

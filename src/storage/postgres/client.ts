@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { Db, QueryResult, Session, Tx } from "../db.ts";
+import type { Db, DbStats, QueryResult, Session, Tx } from "../db.ts";
 import { DbError, noteDbError } from "../db-error.ts";
 import { BaseQueryable, FnQueryable, FnSession } from "../queryable.ts";
 import type { SqlQuery } from "../sql.ts";
@@ -47,9 +47,11 @@ export interface PostgresOptions {
 export class PostgresDb extends BaseQueryable implements Db {
   readonly kind = "postgres" as const;
   readonly pool: pg.Pool;
+  readonly #max: number;
 
   private constructor(opts: PostgresOptions) {
     super();
+    this.#max = opts.poolSize ?? 10;
     this.pool = new pg.Pool({
       connectionString: opts.connectionString,
       max: opts.poolSize ?? 10,
@@ -151,6 +153,15 @@ export class PostgresDb extends BaseQueryable implements Db {
 
   async ping(): Promise<void> {
     await this.query("SELECT 1");
+  }
+
+  stats(): DbStats {
+    return {
+      total: this.pool.totalCount,
+      idle: this.pool.idleCount,
+      waiting: this.pool.waitingCount,
+      max: this.#max,
+    };
   }
 
   private closed = false;
