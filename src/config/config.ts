@@ -42,6 +42,12 @@ export const VARIABLES = {
     default: "info",
     description: "Log level (fatal, error, warn, info, debug, trace, silent)",
   }),
+  NETMON_LOG_FORMAT: v({
+    parse: oneOf("auto", "json", "pretty"),
+    default: "auto",
+    description:
+      "Log format: json (one object per line), pretty (coloured, for people) or auto (pretty when stdout is a terminal, JSON otherwise)",
+  }),
   NETMON_SECRET_KEY_FILE: v({
     parse: str,
     description: "File holding the signing/encryption key; generated on first start when unset",
@@ -235,6 +241,7 @@ export interface Config {
   dbPoolSize: number;
   baseUrl: string;
   logLevel: ValueOf<"NETMON_LOG_LEVEL">;
+  logFormat: ValueOf<"NETMON_LOG_FORMAT">;
   secretKeyFile: string;
   bodyLimit: number;
   shutdownTimeoutSeconds: number;
@@ -307,6 +314,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolSize: r.NETMON_DB_POOL_SIZE,
     baseUrl: (r.NETMON_BASE_URL ?? `http://localhost:${r.PORT}`).replace(/\/+$/, ""),
     logLevel: r.NETMON_LOG_LEVEL,
+    logFormat: r.NETMON_LOG_FORMAT,
     secretKeyFile: path.resolve(r.NETMON_SECRET_KEY_FILE ?? path.join(dataDir, "secret.key")),
     bodyLimit: r.NETMON_BODY_LIMIT,
     shutdownTimeoutSeconds: r.NETMON_SHUTDOWN_TIMEOUT,
