@@ -7,7 +7,7 @@ import { jsonapiFeature } from "./jsonapi/feature.ts";
 import type { Feature } from "./kernel/feature.ts";
 import { createMcpFeature } from "./mcp/feature.ts";
 import { createMonitoringFeature } from "./monitoring/feature.ts";
-import { createMetricsFeature } from "./ops/metrics.ts";
+import { createOpsFeature } from "./ops/metrics.ts";
 import { srqlFeature } from "./srql/feature.ts";
 import { createTelemetryFeature } from "./telemetry/feature.ts";
 
@@ -19,7 +19,7 @@ export function allFeatures(): Feature[] {
   return [
     createAccessFeature(),
     // Right after access: its request-counting hook then sees every route registered later.
-    createMetricsFeature(),
+    createOpsFeature(),
     healthFeature,
     createInventoryFeature(),
     srqlFeature,

@@ -100,6 +100,12 @@ export const VARIABLES = {
     description: "netmon mcp (stdio bridge): the bearer token, with the mcp scope, it presents to the server",
     secret: true,
   }),
+  NETMON_TOKEN: v({
+    parse: (s: string) => s,
+    description:
+      "For CLI commands that call a running server (netmon backup --server): an admin's bearer token",
+    secret: true,
+  }),
   NETMON_MCP_ENABLED: v({
     parse: bool,
     default: true,
@@ -253,6 +259,8 @@ export interface Config {
   rateLimitMcp: Rate;
   mcpEnabled: boolean;
   mcpToken: string | undefined;
+  /** NETMON_TOKEN: bearer token for CLI commands that call a running server. */
+  token: string | undefined;
   redisUrl: string | undefined;
   embeddedAgent: boolean;
   monitoring: {
@@ -325,6 +333,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitMcp: r.NETMON_RATE_LIMIT_MCP,
     mcpEnabled: r.NETMON_MCP_ENABLED,
     mcpToken: r.NETMON_MCP_TOKEN,
+    token: r.NETMON_TOKEN,
     rateLimitAuthFailures: r.NETMON_RATE_LIMIT_AUTH_FAILURES,
     redisUrl: r.REDIS_URL,
     embeddedAgent: r.NETMON_EMBEDDED_AGENT,

@@ -14,6 +14,7 @@ import type { Feature } from "../kernel/feature.ts";
 import { Metrics } from "../kernel/metrics.ts";
 import { VERSION } from "../kernel/version.ts";
 import { sql } from "../storage/sql.ts";
+import { backupRoutes } from "./backup-route.ts";
 
 const DB_TIMEOUT_MS = 2000;
 const ACTIVE_JOB_STATES = ["pending", "dispatching", "running"] as const;
@@ -152,10 +153,13 @@ function setByStatus(
 
 const METRICS_ROUTE = { access: { permission: "metrics.read" }, rateLimit: "api_default" } as const;
 
-/** The self-metrics feature: HTTP request counting plus `/metrics` and `/health/detail`. */
-export function createMetricsFeature(): Feature {
+/**
+ * The operations feature: HTTP request counting, `/metrics`, `/health/detail` and the admin
+ * backup download (`backup-route.ts`).
+ */
+export function createOpsFeature(): Feature {
   return {
-    name: "metrics",
+    name: "ops",
     routes(app: FastifyInstance, ctx: AppContext) {
       ctx.metrics ??= new Metrics();
       const metrics = ctx.metrics;
@@ -195,6 +199,8 @@ export function createMetricsFeature(): Feature {
           metrics: out,
         };
       });
+
+      backupRoutes(app, ctx);
     },
   };
 }

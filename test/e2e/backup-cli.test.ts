@@ -1,0 +1,159 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PgliteDb } from "../../src/storage/pglite/client.ts";
+import { authHeaders, tokenFor } from "../helpers/auth.ts";
+import { type CliWorkspace, cliWorkspace } from "../helpers/cli.ts";
+import { testBackend } from "../helpers/database.ts";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
+
+/** The real `netmon backup`, `restore` and `db copy` commands, as an operator runs them. */
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "netmon-backup-cli-"));
+let source: CliWorkspace;
+let restored: CliWorkspace;
+const file = path.join(tmp, "netmon.jsonl.gz");
+
+beforeAll(async () => {
+  source = await cliWorkspace("nm-bk-src");
+  restored = await cliWorkspace("nm-bk-dst");
+  const made = await source.netmon(
+    "users",
+    "create",
+    "--email",
+    "ops@example.test",
+    "--role",
+    "admin",
+    "--password",
+    "a-long-password-1",
+  );
+  expect(made.code, made.stderr).toBe(0);
+});
+afterAll(() => {
+  source?.cleanup();
+  restored?.cleanup();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+describe(`netmon backup / restore / db copy (${testBackend()})`, () => {
+  it("backs up with the secret key and restores into a fresh database, verified per table", async () => {
+    const b = await source.netmon("backup", file);
+    expect(b.code, b.stderr).toBe(0);
+    expect(b.stdout).toContain("with the secret key");
+    expect(b.stderr).toMatch(/users\s+\d+ rows/);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+
+    const r = await restored.netmon("restore", file);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^users\s+1\s+1\s+ok$/m);
+    expect(r.stdout).toMatch(/\d+ tables, \d+ rows verified/);
+    expect(r.stdout).toContain("secret key restored");
+    expect(fs.readFileSync(path.join(restored.dir, "secret.key"), "utf8")).toBe(
+      fs.readFileSync(path.join(source.dir, "secret.key"), "utf8"),
+    );
+    // The restored user is there.
+    const t = await restored.netmon("tokens", "create", "--user", "ops@example.test");
+    expect(t.code, t.stderr).toBe(0);
+
+    const again = await restored.netmon("restore", file);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("already holds users");
+  });
+
+  it("db copy moves every table into an embedded database directory, with the key", async () => {
+    const target = path.join(tmp, "moved");
+    const c = await source.netmon("db", "copy", "--to", target);
+    expect(c.code, c.stderr).toBe(0);
+    expect(c.stderr).toContain(`copying to pglite:${target}/pg`);
+    expect(c.stdout).toMatch(/^users\s+1\s+1\s+ok$/m);
+    expect(c.stdout).not.toContain("MISMATCH");
+    expect(fs.existsSync(path.join(target, "secret.key"))).toBe(true);
+    const db = await PgliteDb.open({ dataDir: path.join(target, "pg") });
+    try {
+      expect(await db.one("SELECT email FROM users")).toEqual({ email: "ops@example.test" });
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("answers usage mistakes with exit 2 and one line", async () => {
+    for (const args of [
+      ["backup"],
+      ["restore", path.join(tmp, "missing.gz")],
+      ["db", "copy"],
+      ["db", "move", "--to", tmp],
+      ["db", "copy", "--to", "mysql://x/y"],
+    ]) {
+      const r = await source.netmon(...args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    }
+  });
+
+  it.skipIf(testBackend() !== "pglite")(
+    "says how to back up an embedded database a running server holds",
+    async () => {
+      const held = await PgliteDb.open({ dataDir: path.join(source.dir, "pg") });
+      try {
+        const r = await source.netmon("backup", path.join(tmp, "locked.gz"));
+        expect(r.code).toBe(1);
+        expect(r.stderr).toContain("--server");
+      } finally {
+        await held.close();
+      }
+    },
+  );
+});
+
+describe("netmon backup --server (a running server streams GET /api/admin/backup)", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("is admin-only and never sends the server's secret key", async () => {
+    expect((await server.fetch("/api/admin/backup")).status).toBe(401);
+    const operator = await tokenFor(server, "operator");
+    expect((await server.fetch("/api/admin/backup", { headers: authHeaders(operator) })).status).toBe(403);
+    const admin = await tokenFor(server, "admin");
+    const res = await server.fetch("/api/admin/backup", { headers: authHeaders(admin) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/gzip");
+    const text = (await import("node:zlib"))
+      .gunzipSync(Buffer.from(await res.arrayBuffer()))
+      .toString("utf8");
+    expect(JSON.parse(text.split("\n")[0] as string)).toMatchObject({ netmon_backup: 1, secret_key: null });
+    expect(text.trim().split("\n").pop()).toContain('"done":true');
+  });
+
+  it("downloads a complete backup, adds the local key file, and it restores", async () => {
+    const admin = await tokenFor(server, "admin");
+    const out = path.join(tmp, "from-server.gz");
+    const ws = await cliWorkspace("nm-bk-srv");
+    try {
+      fs.writeFileSync(path.join(ws.dir, "secret.key"), `${Buffer.alloc(48, 7).toString("base64")}\n`, {
+        mode: 0o600,
+      });
+      const noToken = await ws.netmon("backup", out, "--server", server.url);
+      expect(noToken.code).toBe(2);
+      ws.env.NETMON_TOKEN = admin;
+      const b = await ws.netmon("backup", out, "--server", server.url);
+      expect(b.code, b.stderr).toBe(0);
+      const header = JSON.parse(
+        (await import("node:zlib"))
+          .gunzipSync(fs.readFileSync(out))
+          .toString("utf8")
+          .split("\n")[0] as string,
+      ) as { secret_key: string };
+      expect(header.secret_key).toBe(Buffer.alloc(48, 7).toString("base64"));
+      const r = await ws.netmon("restore", out, "--force");
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^users\s+\d+\s+\d+\s+ok$/m);
+    } finally {
+      ws.cleanup();
+    }
+  });
+});
