@@ -9,7 +9,7 @@ import { loadConfig } from "../../src/config/config.ts";
 import { createLogger } from "../../src/kernel/logger.ts";
 import { copyDatabase, restoreBackup } from "../../src/ops/backup.ts";
 import { writeBackupFile } from "../../src/ops/backup-file.ts";
-import { listTables } from "../../src/ops/dump.ts";
+import { type DumpSink, exportDatabase, listTables } from "../../src/ops/dump.ts";
 import type { Db } from "../../src/storage/db.ts";
 import { PgliteDb } from "../../src/storage/pglite/client.ts";
 import { PostgresDb } from "../../src/storage/postgres/client.ts";
@@ -146,6 +146,58 @@ describe(`backup → wipe → restore (${testBackend()})`, () => {
     await expect(restoreBackup(db, newer, { force: true })).rejects.toMatchObject({ code: "backup_too_new" });
     expect(await snapshot(db)).toEqual(before);
   });
+});
+
+describe(`a backup taken while writers commit (${testBackend()})`, () => {
+  it("is one snapshot: rows written together in one transaction are both in it or both not", async () => {
+    const { db } = await createTestDatabase();
+    try {
+      let stop = false;
+      let committed = 0;
+      const writer = (async () => {
+        for (let n = 0; !stop; n++) {
+          await db.transaction(async (tx) => {
+            await tx.query(`INSERT INTO events ("time", message) VALUES (now(), $1)`, [`pair-${n}`]);
+            await tx.query(`INSERT INTO logs ("timestamp", body) VALUES (now(), $1)`, [`pair-${n}`]);
+          });
+          committed++;
+          await new Promise((r) => setTimeout(r, 2));
+        }
+      })();
+      await new Promise((r) => setTimeout(r, 200));
+      // A slow reader, so commits land between its tables (events is read before logs).
+      const seen: Record<string, Set<string>> = { events: new Set(), logs: new Set() };
+      let current = "";
+      const sink: DumpSink = {
+        header: async () => {},
+        table: async (name) => {
+          current = name;
+          await new Promise((r) => setTimeout(r, 15));
+        },
+        rows: async (texts) => {
+          const bucket = seen[current];
+          if (!bucket) return;
+          for (const t of texts) {
+            const row = JSON.parse(t) as { message?: string; body?: string };
+            const m = row.message ?? row.body;
+            if (m?.startsWith("pair-")) bucket.add(m);
+          }
+        },
+        endTable: async () => {},
+      };
+      const before = committed;
+      await exportDatabase(db, sink);
+      const during = committed - before;
+      stop = true;
+      await writer;
+      expect(seen.events?.size).toBeGreaterThan(0);
+      expect([...(seen.logs ?? [])].sort()).toEqual([...(seen.events ?? [])].sort());
+      // On PostgreSQL the writer kept committing while the export ran (PGlite serialises them).
+      if (db.kind === "postgres") expect(during).toBeGreaterThan(0);
+    } finally {
+      await db.close();
+    }
+  }, 60_000);
 });
 
 const PG_BASE = process.env.NETMON_TEST_DATABASE_URL ?? "postgres://root@127.0.0.1:5432/test";
