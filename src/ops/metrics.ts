@@ -10,11 +10,9 @@
  */
 import type { FastifyInstance } from "fastify";
 import type { AppContext } from "../kernel/context.ts";
-import type { Feature } from "../kernel/feature.ts";
 import { Metrics } from "../kernel/metrics.ts";
 import { VERSION } from "../kernel/version.ts";
 import { sql } from "../storage/sql.ts";
-import { backupRoutes } from "./backup-route.ts";
 
 const DB_TIMEOUT_MS = 2000;
 const ACTIVE_JOB_STATES = ["pending", "dispatching", "running"] as const;
@@ -153,54 +151,44 @@ function setByStatus(
 
 const METRICS_ROUTE = { access: { permission: "metrics.read" }, rateLimit: "api_default" } as const;
 
-/**
- * The operations feature: HTTP request counting, `/metrics`, `/health/detail` and the admin
- * backup download (`backup-route.ts`).
- */
-export function createOpsFeature(): Feature {
-  return {
-    name: "ops",
-    routes(app: FastifyInstance, ctx: AppContext) {
-      ctx.metrics ??= new Metrics();
-      const metrics = ctx.metrics;
-      const gauges = registerGauges(ctx, metrics);
+/** Count every request and serve `/metrics` and `/health/detail`. */
+export function metricsRoutes(app: FastifyInstance, ctx: AppContext): void {
+  ctx.metrics ??= new Metrics();
+  const metrics = ctx.metrics;
+  const gauges = registerGauges(ctx, metrics);
 
-      app.addHook("onResponse", async (request, reply) => {
-        // The route pattern (`/api/devices/:uid`), never the raw URL: bounded label values.
-        const route = request.routeOptions.url ?? "unmatched";
-        metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
-      });
+  app.addHook("onResponse", async (request, reply) => {
+    // The route pattern (`/api/devices/:uid`), never the raw URL: bounded label values.
+    const route = request.routeOptions.url ?? "unmatched";
+    metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+  });
 
-      app.get("/metrics", { config: METRICS_ROUTE }, async (_request, reply) => {
-        await refresh(ctx, gauges);
-        const body = await metrics.registry.metrics();
-        return reply.type(metrics.registry.contentType).send(body);
-      });
+  app.get("/metrics", { config: METRICS_ROUTE }, async (_request, reply) => {
+    await refresh(ctx, gauges);
+    const body = await metrics.registry.metrics();
+    return reply.type(metrics.registry.contentType).send(body);
+  });
 
-      app.get("/health/detail", { config: METRICS_ROUTE }, async () => {
-        await refresh(ctx, gauges);
-        const all = await metrics.registry.getMetricsAsJSON();
-        const out: Record<string, unknown> = Object.create(null);
-        for (const m of all) {
-          out[m.name] = {
-            type: m.type,
-            help: m.help,
-            values: m.values.map((v) => ({
-              ...(Object.keys(v.labels).length > 0 ? { labels: v.labels } : {}),
-              ...("metricName" in v && v.metricName !== m.name ? { name: v.metricName } : {}),
-              value: v.value,
-            })),
-          };
-        }
-        return {
-          status: (await gauges.up.get()).values[0]?.value === 1 ? "ok" : "unavailable",
-          version: VERSION,
-          database: { backend: ctx.db.kind, stats: ctx.db.stats() },
-          metrics: out,
-        };
-      });
-
-      backupRoutes(app, ctx);
-    },
-  };
+  app.get("/health/detail", { config: METRICS_ROUTE }, async () => {
+    await refresh(ctx, gauges);
+    const all = await metrics.registry.getMetricsAsJSON();
+    const out: Record<string, unknown> = Object.create(null);
+    for (const m of all) {
+      out[m.name] = {
+        type: m.type,
+        help: m.help,
+        values: m.values.map((v) => ({
+          ...(Object.keys(v.labels).length > 0 ? { labels: v.labels } : {}),
+          ...("metricName" in v && v.metricName !== m.name ? { name: v.metricName } : {}),
+          value: v.value,
+        })),
+      };
+    }
+    return {
+      status: (await gauges.up.get()).values[0]?.value === 1 ? "ok" : "unavailable",
+      version: VERSION,
+      database: { backend: ctx.db.kind, stats: ctx.db.stats() },
+      metrics: out,
+    };
+  });
 }

@@ -107,6 +107,11 @@ describe("GET /metrics", () => {
     const routes = family(after, "netmon_http_requests_total").metrics.map((m) => m.labels?.route);
     expect(routes.some((r) => r?.includes("no-such"))).toBe(false);
     expect(routes).toContain("unmatched");
+    // Routes registered before the metrics feature (access's own) are counted too.
+    await server.fetch("/api/v1/me", { headers: authHeaders(admin) });
+    expect(
+      sample(await scrape(), "netmon_http_requests_total", { route: "/api/v1/me", status_class: "2xx" }),
+    ).toBeGreaterThan(0);
   });
 
   it("counts ingested sightings", async () => {
