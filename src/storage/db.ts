@@ -58,9 +58,11 @@ export interface Db extends Queryable {
   withAdvisoryLock<T>(key: bigint, fn: (conn: Session) => Promise<T>): Promise<T>;
   /**
    * Try to take a session-level advisory lock without waiting; returns a release function
-   * or null when another session holds it. The lock lives as long as the connection is held.
+   * or null when another session holds it. The lock lives as long as the connection is held:
+   * `onLost` is called if that connection dies (a PostgreSQL restart), after which the
+   * holder is no longer the leader and should try again.
    */
-  tryAdvisoryLock(key: bigint): Promise<(() => Promise<void>) | null>;
+  tryAdvisoryLock(key: bigint, onLost?: (err: Error) => void): Promise<(() => Promise<void>) | null>;
   ping(): Promise<void>;
   /** Connection use now (self-metrics). */
   stats(): DbStats;
