@@ -13,7 +13,6 @@
  * is the instance key file's content (base64) when the backup was allowed to include it,
  * otherwise null: keep the key file separately then (docs/operations.md).
  */
-import { once } from "node:events";
 import fs from "node:fs";
 import path from "node:path";
 import type { Writable } from "node:stream";
@@ -34,8 +33,32 @@ export interface BackupHeader extends DumpHeader {
   secret_key: string | null;
 }
 
+/**
+ * Write one line, waiting for the reader when its buffer is full. Rejects when the stream
+ * is closed or fails meanwhile (a download cut off), so the export — and the transaction it
+ * holds, on PGlite the only connection — never waits for a reader that is gone.
+ */
 async function writeLine(out: Writable, line: string): Promise<void> {
-  if (!out.write(`${line}\n`)) await once(out, "drain");
+  if (out.destroyed) throw new Error("the backup stream was closed before the end");
+  if (out.write(`${line}\n`)) return;
+  await new Promise<void>((resolve, reject) => {
+    const cleanup = () => {
+      out.off("drain", onDrain);
+      out.off("close", onClose);
+      out.off("error", onClose);
+    };
+    const onDrain = () => {
+      cleanup();
+      resolve();
+    };
+    const onClose = () => {
+      cleanup();
+      reject(new Error("the backup stream was closed before the end"));
+    };
+    out.on("drain", onDrain);
+    out.on("close", onClose);
+    out.on("error", onClose);
+  });
 }
 
 /**
@@ -49,6 +72,8 @@ export async function writeBackupStream(
 ): Promise<Map<string, number>> {
   const gzip = zlib.createGzip();
   const piped = pipeline(gzip, out);
+  // A reader that goes away fails the pipeline at once; the export notices on its next write.
+  piped.catch(() => {});
   const sink: DumpSink = {
     header: (h) =>
       writeLine(

@@ -16,6 +16,11 @@ export function backupRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request, reply) => {
       const out = new PassThrough();
       const started = Date.now();
+      // A client that goes away mid-download must not leave the export (and its snapshot
+      // transaction: on PGlite the only connection) waiting for a reader.
+      reply.raw.once("close", () => {
+        if (!out.writableFinished) out.destroy();
+      });
       writeBackupStream(ctx.db, out, { secretKey: null }).then(
         (counts) => {
           const rows = [...counts.values()].reduce((a, b) => a + b, 0);

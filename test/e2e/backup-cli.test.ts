@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -127,6 +128,47 @@ describe("netmon backup --server (a running server streams GET /api/admin/backup
       .toString("utf8");
     expect(JSON.parse(text.split("\n")[0] as string)).toMatchObject({ netmon_backup: 1, secret_key: null });
     expect(text.trim().split("\n").pop()).toContain('"done":true');
+  });
+
+  it("a client leaving mid-download releases the snapshot: the database keeps answering", async () => {
+    await server.db.query(
+      `INSERT INTO logs ("timestamp", body)
+       SELECT now(), md5(g::text) || md5((g * 7)::text) || md5((g * 13)::text) || md5((g * 31)::text)
+       FROM generate_series(1, 40000) g`,
+    );
+    const admin = await tokenFor(server, "admin");
+    // node:http, not fetch: undici keeps an aborted response's socket open, which a real
+    // client that goes away does not.
+    const got = await new Promise<number>((resolve, reject) => {
+      const req = http.get(
+        new URL("/api/admin/backup", server.url),
+        { headers: authHeaders(admin) },
+        (res) => {
+          expect(res.statusCode).toBe(200);
+          res.once("data", (chunk: Buffer) => {
+            req.destroy();
+            resolve(chunk.length);
+          });
+        },
+      );
+      req.on("error", () => {});
+      setTimeout(() => reject(new Error("no data from /api/admin/backup")), 15_000);
+    });
+    expect(got).toBeGreaterThan(0);
+    const t0 = Date.now();
+    const after = await server.fetch("/api/devices", {
+      headers: authHeaders(admin),
+      signal: AbortSignal.timeout(15_000),
+    });
+    expect(after.status).toBe(200);
+    await after.arrayBuffer();
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    await server.db.query(`DELETE FROM logs WHERE length(body) = 128`);
+    // The export gave up: the snapshot transaction is gone, nothing waits for the database.
+    const end = Date.now() + 10_000;
+    while (!server.logs.some((l) => l.includes("backup failed while streaming")) && Date.now() < end)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(server.logs.some((l) => l.includes("the backup stream was closed before the end"))).toBe(true);
   });
 
   it("downloads a complete backup, adds the local key file, and it restores", async () => {
