@@ -16,6 +16,21 @@ export const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
 
 type HttpLabels = "method" | "route" | "status_class";
 
+let processReg: Registry | undefined;
+
+/**
+ * Process metrics (CPU, memory, event-loop lag, GC) belong to the process, not a server:
+ * collected once into one registry shared by every server of the process (tests start many;
+ * each collector adds observers that are never removed).
+ */
+function processRegistry(): Registry {
+  if (!processReg) {
+    processReg = new Registry();
+    collectDefaultMetrics({ register: processReg });
+  }
+  return processReg;
+}
+
 export interface MetricsOptions {
   /** Collect process metrics (CPU, memory, event-loop lag, GC). Default true. */
   processMetrics?: boolean;
@@ -29,6 +44,7 @@ export class Metrics {
   readonly sightings: Counter<"source" | "outcome">;
   /** Notification delivery attempts finished by this process, by provider and outcome. */
   readonly deliveries: Counter<"provider" | "outcome">;
+  readonly #processMetrics: boolean;
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -57,7 +73,27 @@ export class Metrics {
       labelNames: ["provider", "outcome"],
       registers,
     });
-    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    this.#processMetrics = opts.processMetrics !== false;
+  }
+
+  /** This server's metrics plus the process metrics, as one registry (built per read). */
+  #combined(): Registry {
+    return this.#processMetrics ? Registry.merge([processRegistry(), this.registry]) : this.registry;
+  }
+
+  /** The Prometheus text exposition of every metric. */
+  exposition(): Promise<string> {
+    return this.#combined().metrics();
+  }
+
+  /** Content type of `exposition()`. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Every metric as prom-client's JSON (for /health/detail). */
+  json(): ReturnType<Registry["getMetricsAsJSON"]> {
+    return this.#combined().getMetricsAsJSON();
   }
 
   /** Record one answered HTTP request. `route` is the route pattern, never the raw URL. */

@@ -165,13 +165,13 @@ export function metricsRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.get("/metrics", { config: METRICS_ROUTE }, async (_request, reply) => {
     await refresh(ctx, gauges);
-    const body = await metrics.registry.metrics();
-    return reply.type(metrics.registry.contentType).send(body);
+    const body = await metrics.exposition();
+    return reply.type(metrics.contentType).send(body);
   });
 
   app.get("/health/detail", { config: METRICS_ROUTE }, async () => {
     await refresh(ctx, gauges);
-    const all = await metrics.registry.getMetricsAsJSON();
+    const all = await metrics.json();
     const out: Record<string, unknown> = Object.create(null);
     for (const m of all) {
       out[m.name] = {
