@@ -9,6 +9,7 @@ import { createMcpFeature } from "./mcp/feature.ts";
 import { createMonitoringFeature } from "./monitoring/feature.ts";
 import { createOpsFeature } from "./ops/feature.ts";
 import { srqlFeature } from "./srql/feature.ts";
+import { createStorageMaintenanceFeature } from "./storage/maintenance.ts";
 import { createTelemetryFeature } from "./telemetry/feature.ts";
 
 /**
@@ -30,5 +31,7 @@ export function allFeatures(): Feature[] {
     createTelemetryFeature(),
     createMcpFeature(),
     createConsoleFeature(),
+    // Autovacuum's rule for the embedded database, which has no autovacuum (a no-op on PostgreSQL).
+    createStorageMaintenanceFeature(),
   ];
 }

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { flag, flagAll, type ParsedArgs, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
 import { withContext } from "../cli/database.ts";
+import { stderr, stdout } from "../cli/io.ts";
 import { isAppError } from "../kernel/errors.ts";
 import { ROLES } from "./actor.ts";
 import { createApiTokenForEmail, issueControlPlaneToken } from "./tokens.ts";
@@ -25,7 +26,7 @@ async function run(fn: () => Promise<void>): Promise<number> {
     return 0;
   } catch (err) {
     if (isAppError(err)) {
-      process.stderr.write(`error: ${err.message}\n`);
+      stderr(`error: ${err.message}\n`);
       return 1;
     }
     throw err;
@@ -54,8 +55,8 @@ server is stopped).`,
       return run(() =>
         withContext(async (ctx) => {
           const user = await insertUser(ctx, { email, role, password, display_name: flag(args, "name") });
-          process.stdout.write(`created user ${user.email} (id ${user.id}, role ${user.role})\n`);
-          if (!given) process.stdout.write(`password: ${password}\n`);
+          stdout(`created user ${user.email} (id ${user.id}, role ${user.role})\n`);
+          if (!given) stdout(`password: ${password}\n`);
         }),
       );
     }
@@ -68,8 +69,8 @@ server is stopped).`,
           const user = await findUserByEmail(ctx.db, email);
           if (!user) throw new UsageError(`no user with email ${email}`);
           await setUserPassword(ctx, user.id, password);
-          process.stdout.write(`password updated for ${user.email}\n`);
-          if (!given) process.stdout.write(`password: ${password}\n`);
+          stdout(`password updated for ${user.email}\n`);
+          if (!given) stdout(`password: ${password}\n`);
         }),
       );
     }
@@ -111,8 +112,8 @@ configuration. Control-plane credentials do not expire unless --ttl is given.`,
             name,
             ttlSeconds: ttl,
           });
-          process.stderr.write(`issued ${record.kind} credential '${record.name}' (id ${record.id})\n`);
-          process.stdout.write(`${token}\n`);
+          stderr(`issued ${record.kind} credential '${record.name}' (id ${record.id})\n`);
+          stdout(`${token}\n`);
         }),
       );
     }
@@ -125,10 +126,10 @@ configuration. Control-plane credentials do not expire unless --ttl is given.`,
           scopes: scopes.length > 0 ? scopes : undefined,
           expires_in: ttl,
         });
-        process.stderr.write(
+        stderr(
           `issued token '${record.name}' (id ${record.id}, scopes ${record.scopes.join(" ")}, expires ${record.expires_at?.toISOString()})\n`,
         );
-        process.stdout.write(`${token}\n`);
+        stdout(`${token}\n`);
       }),
     );
   },

@@ -7,6 +7,7 @@ import { SYSTEM_ACTOR } from "../access/actor.ts";
 import { flag, type ParsedArgs, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
 import { withContext } from "../cli/database.ts";
+import { cliIo, cliPath, stderr, stdout } from "../cli/io.ts";
 import { isAppError } from "../kernel/errors.ts";
 import { sql } from "../storage/sql.ts";
 import { type ChannelInput, createChannel } from "./notifications/config.ts";
@@ -17,10 +18,10 @@ function all(args: ParsedArgs, name: string): string[] {
 
 function secretFrom(args: ParsedArgs, name: string): string | undefined {
   const file = flag(args, `${name}-file`);
-  if (file) return fs.readFileSync(file, "utf8").trim();
+  if (file) return fs.readFileSync(cliPath(file), "utf8").trim();
   const env = flag(args, `${name}-env`);
   if (env) {
-    const v = process.env[env];
+    const v = cliIo().env[env];
     if (v === undefined) throw new UsageError(`environment variable ${env} is not set`);
     return v;
   }
@@ -101,7 +102,7 @@ never shown by the API. Attach channels to escalation steps over the v2 API
       if (action === "create") {
         const input = channelInput(args);
         const row = await withContext((ctx) => createChannel(ctx, SYSTEM_ACTOR, input));
-        process.stdout.write(`${row.id}\n`);
+        stdout(`${row.id}\n`);
         return 0;
       }
       if (action === "list") {
@@ -111,9 +112,7 @@ never shown by the API. Attach channels to escalation steps over the v2 API
           ),
         );
         for (const r of rows) {
-          process.stdout.write(
-            `${r.id}\t${r.name}\t${r.provider}\t${r.enabled ? "enabled" : "disabled"}\t${r.health}\n`,
-          );
+          stdout(`${r.id}\t${r.name}\t${r.provider}\t${r.enabled ? "enabled" : "disabled"}\t${r.health}\n`);
         }
         return 0;
       }
@@ -126,7 +125,7 @@ never shown by the API. Attach channels to escalation steps over the v2 API
           return res.rowCount;
         });
         if (n === 0) {
-          process.stderr.write(`error: no channel ${id}\n`);
+          stderr(`error: no channel ${id}\n`);
           return 1;
         }
         return 0;
@@ -134,7 +133,7 @@ never shown by the API. Attach channels to escalation steps over the v2 API
       throw new UsageError("expected create, list, enable or disable");
     } catch (err) {
       if (isAppError(err)) {
-        process.stderr.write(`error: ${err.message}\n`);
+        stderr(`error: ${err.message}\n`);
         return 1;
       }
       throw err;

@@ -5,15 +5,20 @@ import { loadOrCreateSecretKey } from "../kernel/secret-key.ts";
 import type { Db } from "../storage/db.ts";
 import { migrate } from "../storage/migrate.ts";
 import { openDatabase } from "../storage/open.ts";
+import { cliIo } from "./io.ts";
 
 /**
- * Run a CLI command against the configured database (migrated first). On PGlite this fails
- * with a clear message while the server holds the directory; PostgreSQL allows it at any time.
+ * Run a CLI command against the configured database (migrated first). On PGlite the server
+ * holds the directory while it runs: the command is then forwarded to it (cli-channel.ts) and
+ * runs here with the server's context. PostgreSQL allows direct access at any time.
  */
 export async function withContext<T>(
   fn: (ctx: AppContext) => Promise<T>,
   config: Config = loadConfig(),
 ): Promise<T> {
+  // Forwarded from a terminal to the running server: use the server's open database.
+  const inServer = cliIo().ctx;
+  if (inServer) return fn(inServer);
   const log = createLogger(process.env.NETMON_LOG_LEVEL ?? "warn");
   const db: Db = await openDatabase(config);
   try {

@@ -1,78 +1,38 @@
-import { ConfigError } from "../config/config.ts";
-import { VERSION } from "../kernel/version.ts";
+import path from "node:path";
+import { ConfigError, loadConfig } from "../config/config.ts";
 import { DatabaseLockedError } from "../storage/db.ts";
-import { parseArgs, UsageError } from "./args.ts";
-import { COMMANDS } from "./commands.ts";
-
-function help(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.name.length));
-  const lines = COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
-  return `netmon ${VERSION} — network and infrastructure monitoring
-
-Usage: netmon <command> [options]
-
-Commands:
-${lines.join("\n")}
-
-Options:
-  --help, -h     Show help (also: netmon <command> --help)
-  --version, -v  Print the version
-
-Configuration is read from environment variables; see README.md.
-`;
-}
-
-/** One readable line for any thrown value (never "[object Object]"). */
-function describeError(err: unknown): string {
-  if (err instanceof Error && err.message) return err.message;
-  if (err && typeof err === "object") {
-    const o = err as { message?: unknown; code?: unknown; name?: unknown };
-    if (typeof o.message === "string" && o.message) return o.message;
-    if (typeof o.code === "string") return `${String(o.name ?? "error")} ${o.code}`;
-    try {
-      return JSON.stringify(err);
-    } catch {
-      return Object.prototype.toString.call(err);
-    }
-  }
-  return String(err);
-}
+import { CLI_SOCKET_NAME, FORWARDABLE, forwardToServer } from "./cli-channel.ts";
+import { describeError, runCommand } from "./run.ts";
 
 export async function main(argv: readonly string[]): Promise<number> {
   // Everything netmon writes (embedded database, secret key) is for its own user only,
   // whatever umask it was started with; worker threads share this process umask.
   process.umask(0o077);
-  const [first, ...rest] = argv;
-  if (first === undefined || first === "--help" || first === "-h" || first === "help") {
-    process.stdout.write(help());
-    return 0;
-  }
-  if (first === "--version" || first === "-v") {
-    process.stdout.write(`${VERSION}\n`);
-    return 0;
-  }
-  const command = COMMANDS.find((c) => c.name === first);
-  if (!command) {
-    process.stderr.write(`netmon: unknown command '${first}'. Run 'netmon --help' for the list.\n`);
-    return 2;
-  }
   try {
-    const args = parseArgs(rest, command.booleanFlags);
-    if (args.flags.has("help")) {
-      process.stdout.write(`${command.usage}\n`);
-      return 0;
-    }
-    return await command.run(args);
+    return await runCommand(argv);
   } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`netmon ${command.name}: ${err.message}\n`);
-      return 2;
+    if (!(err instanceof DatabaseLockedError)) {
+      process.stderr.write(`netmon: ${describeError(err)}\n`);
+      return 1;
     }
-    if (err instanceof ConfigError || err instanceof DatabaseLockedError) {
+    if (!FORWARDABLE.has(argv[0] ?? "")) {
       process.stderr.write(`netmon: ${err.message}\n`);
       return 1;
     }
-    process.stderr.write(`netmon ${command.name}: ${describeError(err)}\n`);
+    // The embedded database is held by a running server: run the command there instead, over
+    // the local channel it listens on in the data directory (decision 0810).
+    let socket: string;
+    try {
+      socket = path.join(loadConfig().dataDir, CLI_SOCKET_NAME);
+    } catch (cfgErr) {
+      process.stderr.write(
+        `netmon: ${cfgErr instanceof ConfigError ? cfgErr.message : describeError(cfgErr)}\n`,
+      );
+      return 1;
+    }
+    const forwarded = await forwardToServer(socket, argv);
+    if (forwarded !== null) return forwarded;
+    process.stderr.write(`netmon: ${err.message}\n`);
     return 1;
   }
 }

@@ -2,6 +2,7 @@ import { loadConfig } from "../config/config.ts";
 import { redactUrl } from "../config/parsers.ts";
 import { chooseLogFormat, createLogger } from "../kernel/logger.ts";
 import { startServer } from "../server.ts";
+import { startCliChannel } from "./cli-channel.ts";
 import type { Command } from "./command.ts";
 
 export const serveCommand: Command = {
@@ -21,6 +22,9 @@ A second signal exits at once.`,
       chooseLogFormat(config.logFormat, Boolean(process.stdout.isTTY)),
     );
     const server = await startServer(config, { logger: log });
+    // The CLI's local channel: commands run here while this process holds the embedded database.
+    const { runCommand } = await import("./run.ts");
+    const channel = server.ctx.db.kind === "pglite" ? await startCliChannel(server.ctx, runCommand) : null;
     log.info(
       {
         url: server.url,
@@ -43,16 +47,18 @@ A second signal exits at once.`,
           process.exit(1);
         }, config.shutdownTimeoutSeconds * 1000);
         force.unref();
-        server.close().then(
-          () => {
-            log.info("shutdown complete");
-            resolve();
-          },
-          (err) => {
-            log.error({ err }, "shutdown failed");
-            process.exit(1);
-          },
-        );
+        Promise.resolve(channel?.close())
+          .then(() => server.close())
+          .then(
+            () => {
+              log.info("shutdown complete");
+              resolve();
+            },
+            (err) => {
+              log.error({ err }, "shutdown failed");
+              process.exit(1);
+            },
+          );
       };
       process.on("SIGTERM", onSignal);
       process.on("SIGINT", onSignal);

@@ -38,7 +38,14 @@ describe("netmon devices import", () => {
       source: "csv-import",
       onProgress: (d) => progress.push(d),
     });
-    expect(res).toEqual({ rows: 2501, created: 2500, updated: 1, batches: 3 });
+    expect(res).toEqual({
+      rows: 2501,
+      created: 2500,
+      updated: 1,
+      batches: 3,
+      unknown_fields: {},
+      metadata_columns: ["rack"],
+    });
     expect(progress).toEqual([0, 1000, 2000, 2501]);
     const d = await db.one<DeviceRow>(sql`SELECT * FROM devices WHERE ip = '10.70.0.0'`);
     expect(d).toMatchObject({
@@ -58,6 +65,16 @@ describe("netmon devices import", () => {
     );
     const ctx = testContext(db);
     expect(await importDevicesFile(ctx, good, { source: "jl" })).toMatchObject({ rows: 2, created: 2 });
+    // Members netmon does not know are reported, never silently dropped (issue 13).
+    const extra = path.join(dir, "extra.jsonl");
+    fs.writeFileSync(
+      extra,
+      `${JSON.stringify({ ip: "10.71.0.3", hostnme: "typo", serial: "S1" })}\n${JSON.stringify({ ip: "10.71.0.4", hostnme: "t2" })}\n`,
+    );
+    expect((await importDevicesFile(ctx, extra, { source: "jl" })).unknown_fields).toEqual({
+      hostnme: 2,
+      serial: 1,
+    });
     const bad = path.join(dir, "bad.jsonl");
     fs.writeFileSync(
       bad,

@@ -79,6 +79,49 @@ export interface IngestResult {
   created: number;
   updated: number;
   results: IngestItemResult[];
+  /** Fields of the updates that netmon does not know, with how many updates carried each. */
+  unknown_fields?: Record<string, number>;
+}
+
+/** Every member an update may carry; anything else is reported back, never silently dropped. */
+export const UPDATE_FIELDS: ReadonlySet<string> = new Set([
+  "ip",
+  "mac",
+  "source",
+  "partition",
+  "observed_at",
+  "hostname",
+  "name",
+  "type",
+  "vendor_name",
+  "model",
+  "domain",
+  "zone",
+  "region",
+  "uid_alt",
+  "gateway_id",
+  "agent_id",
+  "risk_level",
+  "risk_score",
+  "is_available",
+  "is_managed",
+  "is_compliant",
+  "os",
+  "owner",
+  "metadata",
+  "armis_device_id",
+  "integration_id",
+  "netbox_device_id",
+]);
+
+/** Count the members of `updates` that are not update fields (issue 13: report, do not drop). */
+export function unknownFields(updates: readonly unknown[]): Record<string, number> {
+  const out: Record<string, number> = Object.create(null);
+  for (const u of updates) {
+    if (!isObject(u)) continue;
+    for (const k of Object.keys(u)) if (!UPDATE_FIELDS.has(k)) out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -678,5 +721,6 @@ export async function ingestSightings(
   const result = await ctx.db.transaction((tx) => applySightings(tx, sightings, now));
   ctx.metrics?.sightings.inc({ source: "api", outcome: "created" }, result.created);
   ctx.metrics?.sightings.inc({ source: "api", outcome: "updated" }, result.updated);
-  return result;
+  const unknown = unknownFields(updates as unknown[]);
+  return Object.keys(unknown).length > 0 ? { ...result, unknown_fields: { ...unknown } } : result;
 }

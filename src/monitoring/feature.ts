@@ -9,9 +9,11 @@ import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
 import { registerControlRoutes } from "./control-routes.ts";
 import { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, markSilent } from "./fleet.ts";
+import { clearPlaceableAlerts, endJobsOfGoneAgents } from "./gone-agents.ts";
 import { jobSignal, pruneJobs, reapStaleJobs, releaseOrphans } from "./jobs.ts";
 import { clearRecoveredSilenceAlerts, raiseSilenceAlerts } from "./liveness-alerts.ts";
 import { sweepOverdueChecks } from "./overdue.ts";
+import { reconcileProfiles } from "./profiles.ts";
 import { Agent, inProcessGatewayLink } from "./runtime/agent.ts";
 import { CheckThread } from "./runtime/check-thread.ts";
 import { Gateway } from "./runtime/gateway.ts";
@@ -92,7 +94,10 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
             const silent = await markSilent(ctx, settings.heartbeatTimeoutSeconds);
             await raiseSilenceAlerts(ctx, silent, settings.heartbeatTimeoutSeconds);
             await clearRecoveredSilenceAlerts(ctx);
+            await endJobsOfGoneAgents(ctx, settings.heartbeatTimeoutSeconds);
+            await clearPlaceableAlerts(ctx);
             await sweepOverdueChecks(ctx);
+            await reconcileProfiles(ctx);
             await releaseOrphans(ctx);
           }
           if (now - lastPrune > 3_600_000) {

@@ -4,13 +4,18 @@
  * disk_metrics / process_metrics (the SRQL engineer's tables; rollups are theirs).
  */
 import fs from "node:fs";
+import { isIP } from "node:net";
 import os from "node:os";
+import { SYSTEM_ACTOR } from "../access/actor.ts";
+import { ingestSightings } from "../inventory/ingest.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { join, sql } from "../storage/sql.ts";
 
 export interface HostMetricsSample {
   timestamp: string;
   host_id: string;
+  /** The host's primary address (first non-internal IPv4, else loopback): its device's IP. */
+  host_ip?: string;
   cpus: { core_id: number; usage_percent: number; frequency_hz: number }[];
   memory: { total_bytes: number; used_bytes: number; available_bytes: number; usage_percent: number };
   disks: {
@@ -158,6 +163,15 @@ function processes(
   return rows.slice(0, limit).map(({ ticks: _t, ...r }) => r);
 }
 
+/** The first non-internal IPv4 address (interfaces in name order), else 127.0.0.1. */
+export function primaryIpv4(): string {
+  const ifs = os.networkInterfaces();
+  for (const name of Object.keys(ifs).sort()) {
+    for (const a of ifs[name] ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
+  }
+  return "127.0.0.1";
+}
+
 function round(n: number): number {
   return Math.round(n * 100) / 100;
 }
@@ -193,6 +207,7 @@ export class HostMetricsCollector {
     return {
       timestamp: new Date(now).toISOString(),
       host_id: os.hostname(),
+      host_ip: primaryIpv4(),
       cpus,
       memory: {
         total_bytes: total,
@@ -221,15 +236,67 @@ function parseSample(raw: unknown): HostMetricsSample {
   return s;
 }
 
-/** Store one agent sample in the sysmon tables. */
+const HOST_DEVICES = new WeakMap<AppContext, Map<string, string>>();
+
+/**
+ * The device an agent's host metrics belong to (issue 13): the host the agent runs on is a
+ * device like any other (source "agent", identified by the agent id and its address), linked
+ * from `agents.device_uid`. Resolved once per agent and process, then cached.
+ */
+export async function hostDeviceOf(
+  ctx: AppContext,
+  agentId: string,
+  sample: HostMetricsSample,
+): Promise<string | null> {
+  let cache = HOST_DEVICES.get(ctx);
+  if (!cache) {
+    cache = new Map();
+    HOST_DEVICES.set(ctx, cache);
+  }
+  const known = cache.get(agentId);
+  if (known) return known;
+  const linked = await ctx.db.one<{ device_uid: string | null }>(
+    sql`SELECT a.device_uid FROM agents a JOIN devices d ON d.uid = a.device_uid AND d.deleted_at IS NULL
+         WHERE a.uid = ${agentId}`,
+  );
+  let uid = linked?.device_uid ?? null;
+  if (!uid) {
+    const ip = typeof sample.host_ip === "string" && isIP(sample.host_ip) ? sample.host_ip : "127.0.0.1";
+    const r = await ingestSightings(ctx, SYSTEM_ACTOR, [
+      {
+        ip,
+        hostname: String(sample.host_id).slice(0, 255),
+        source: "agent",
+        agent_id: agentId,
+        metadata: { netmon_agent: agentId },
+      },
+    ]);
+    uid = r.results[0]?.uid ?? null;
+    if (!uid) return null;
+    await ctx.db.query(sql`UPDATE agents SET device_uid = ${uid} WHERE uid = ${agentId}`);
+  }
+  cache.set(agentId, uid);
+  return uid;
+}
+
+/** Store one agent sample in the sysmon tables, keyed by agent and by the host's device. */
 export async function recordHostMetrics(
   ctx: AppContext,
   body: { agentId: string; gatewayId: string | null; deviceId?: string | null; sample: unknown },
 ): Promise<void> {
   const s = parseSample(body.sample);
   const ts = Number.isNaN(Date.parse(s.timestamp)) ? ctx.now() : new Date(s.timestamp);
+  let deviceId = body.deviceId ?? null;
+  if (!deviceId) {
+    try {
+      deviceId = await hostDeviceOf(ctx, body.agentId, s);
+    } catch (err) {
+      // The samples still count; the link to a device is retried with the next sample.
+      ctx.log.warn({ err, agent_id: body.agentId }, "could not resolve the agent's host device");
+    }
+  }
   const common = (extra: ReturnType<typeof sql>) =>
-    sql`(${ts}, ${body.gatewayId}, ${body.agentId}, ${String(s.host_id).slice(0, 255)}, ${body.deviceId ?? null}, ${extra})`;
+    sql`(${ts}, ${body.gatewayId}, ${body.agentId}, ${String(s.host_id).slice(0, 255)}, ${deviceId}, ${extra})`;
   await ctx.db.transaction(async (tx) => {
     if (s.cpus.length > 0) {
       await tx.query(sql`INSERT INTO cpu_metrics ("timestamp", gateway_id, agent_id, host_id, device_id, core_id, label, usage_percent, frequency_hz)

@@ -7,6 +7,7 @@
 import { EventEmitter } from "node:events";
 import { SYSTEM_ACTOR } from "../access/actor.ts";
 import { clearAlertsFor, raiseAlert } from "../alerting/raise.ts";
+import { assignGroup } from "../inventory/groups.ts";
 import { ingestSightings, MAX_BATCH } from "../inventory/ingest.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
@@ -94,7 +95,8 @@ async function loadPayloads(q: Queryable, jobs: PollJobRow[]): Promise<JobPayloa
 
 /**
  * Claim up to `max` pending jobs for a gateway: highest priority first, then oldest; jobs
- * pinned to an agent only go to a gateway fronting that agent. Safe across replicas.
+ * pinned to an agent only go to a gateway fronting that agent, jobs pinned to a gateway only to
+ * that gateway. Safe across replicas.
  */
 export async function claimJobs(
   ctx: AppContext,
@@ -107,6 +109,7 @@ export async function claimJobs(
       SELECT id FROM poll_jobs
       WHERE status = 'pending' AND available_at <= ${now}
         AND (target_agent_uid IS NULL OR target_agent_uid = ANY(${[...opts.agentUids]}::text[]))
+        AND (target_gateway_id IS NULL OR target_gateway_id = ${opts.gatewayId})
       ORDER BY priority DESC, available_at, inserted_at
       LIMIT ${max} FOR UPDATE SKIP LOCKED`);
     if (rows.length === 0) return [];
@@ -627,6 +630,9 @@ async function recordSweep(
   let ingested = 0;
   let error: string | null = null;
   try {
+    const group = await ctx.db.one<{ group_id: string | null }>(
+      sql`SELECT group_id FROM network_sweeps WHERE id = ${sweep.id}`,
+    );
     for (let i = 0; i < hosts.length; i += MAX_BATCH) {
       const updates = hosts.slice(i, i + MAX_BATCH).map((h) => ({
         ip: h.ip,
@@ -646,7 +652,9 @@ async function recordSweep(
         },
       }));
       const r = await ingestSightings(ctx, SYSTEM_ACTOR, updates);
-      ingested += (r as { results?: unknown[] }).results?.length ?? updates.length;
+      const uids = ((r as { results?: { uid: string }[] }).results ?? []).map((x) => x.uid);
+      ingested += uids.length;
+      if (group?.group_id) await assignGroup(ctx.db, uids, group.group_id, { onlyUngrouped: true });
     }
   } catch (err) {
     error = (err as Error).message;

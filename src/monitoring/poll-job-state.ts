@@ -69,6 +69,7 @@ export interface PollJobRow {
   results: unknown[] | null;
   metadata: Record<string, unknown> | null;
   target_agent_uid: string | null;
+  target_gateway_id: string | null;
   available_at: Date;
   inserted_at: Date;
   updated_at: Date;

@@ -38,6 +38,7 @@ interface DueRow {
   timeout_seconds: number;
   schedule_id: string | null;
   agent_uid: string | null;
+  gateway_id: string | null;
   next_run_at: Date | null;
 }
 
@@ -127,7 +128,7 @@ export async function scheduleDue(
     // free (a concurrent scheduler's claim makes it skip the row), and jobs are built from
     // the checks it actually took. One pass over the rows instead of a lock pass and a write pass.
     const due = await tx.many<DueRow>(sql`
-      SELECT id, interval_seconds, timeout_seconds, schedule_id, agent_uid, next_run_at FROM service_checks
+      SELECT id, interval_seconds, timeout_seconds, schedule_id, agent_uid, gateway_id, next_run_at FROM service_checks
       WHERE enabled AND inflight_job_id IS NULL AND next_run_at <= ${now}
       ORDER BY next_run_at LIMIT ${limit}`);
     if (due.length === 0) return { jobs: sweepJobs, checks: 0 };
@@ -158,6 +159,7 @@ export async function scheduleDue(
       {
         schedule: { id: string; name: string; priority: number; timeout: number | null };
         agent: string | null;
+        gateway: string | null;
         checks: DueRow[];
       }
     >();
@@ -181,9 +183,11 @@ export async function scheduleDue(
         }
         schedule = auto;
       }
-      const agent = d.agent_uid ?? opts.defaultAgentUid ?? null;
-      const key = `${schedule.id}|${agent ?? ""}`;
-      const g = groups.get(key) ?? { schedule, agent, checks: [] };
+      // An agent pin wins; a gateway pin keeps the check off the default (embedded) agent.
+      const agent = d.agent_uid ?? (d.gateway_id ? null : (opts.defaultAgentUid ?? null));
+      const gateway = d.agent_uid ? null : d.gateway_id;
+      const key = `${schedule.id}|${agent ?? ""}|${gateway ?? ""}`;
+      const g = groups.get(key) ?? { schedule, agent, gateway, checks: [] };
       g.checks.push(d);
       groups.set(key, g);
     }
@@ -201,6 +205,7 @@ export async function scheduleDue(
       priority: [] as number[],
       timeout: [] as number[],
       agent: [] as (string | null)[],
+      gateway: [] as (string | null)[],
       meta: [] as string[],
     };
     const flat = { check: [] as string[], job: [] as string[] };
@@ -219,6 +224,7 @@ export async function scheduleDue(
         job.priority.push(g.schedule.priority);
         job.timeout.push(Math.max(g.schedule.timeout ?? 0, maxTimeout + 5));
         job.agent.push(g.agent);
+        job.gateway.push(g.gateway);
         job.meta.push(JSON.stringify({ due_at: new Date(dueAt).toISOString() }));
         for (const p of part) {
           flat.check.push(p.id);
@@ -246,12 +252,12 @@ export async function scheduleDue(
         ),
         inserted AS (
           INSERT INTO poll_jobs (id, schedule_id, schedule_name, status, check_count, check_ids, priority,
-                                 timeout_seconds, target_agent_uid, available_at, inserted_at, updated_at, metadata)
-          SELECT j.id, j.schedule, j.name, 'pending', p.n, p.ids, j.priority, j.timeout, j.agent,
+                                 timeout_seconds, target_agent_uid, target_gateway_id, available_at, inserted_at, updated_at, metadata)
+          SELECT j.id, j.schedule, j.name, 'pending', p.n, p.ids, j.priority, j.timeout, j.agent, j.gateway,
                  ${now}, ${now}, ${now}, j.meta::jsonb
           FROM unnest(${job.id}::uuid[], ${job.schedule}::uuid[], ${job.name}::text[], ${job.priority}::int[],
-                      ${job.timeout}::int[], ${job.agent}::text[], ${job.meta}::text[])
-                 AS j(id, schedule, name, priority, timeout, agent, meta)
+                      ${job.timeout}::int[], ${job.agent}::text[], ${job.gateway}::text[], ${job.meta}::text[])
+                 AS j(id, schedule, name, priority, timeout, agent, gateway, meta)
           JOIN per_job p ON p.job = j.id
           RETURNING check_count
         )

@@ -1,9 +1,11 @@
 /**
  * Network sweep configuration (plain REST; the v2 spec has no sweep resource):
  * `GET /api/monitoring/sweeps` (infrastructure.view), `POST` (settings.networks.manage),
- * `DELETE /api/monitoring/sweeps/:id` (settings.networks.manage).
+ * `DELETE /api/monitoring/sweeps/:id` (settings.networks.manage). `group` (id or name) puts the
+ * hosts a sweep discovers into that device group when they are in none yet.
  */
 import type { FastifyInstance } from "fastify";
+import { findGroup } from "../inventory/groups.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../kernel/errors.ts";
 import { sql } from "../storage/sql.ts";
@@ -73,17 +75,30 @@ export function registerSweepRoutes(app: FastifyInstance, ctx: AppContext): void
           "partition",
           "agent_uid",
           "enabled",
+          "group",
         ],
       },
     },
     async (req, reply) => {
-      const v = validateSweep((req.body ?? {}) as Record<string, unknown>);
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      const v = validateSweep(body);
+      // Discovered hosts join this group (by id or name), so its monitoring profiles apply.
+      let groupId: string | null = null;
+      if (body.group !== undefined && body.group !== null) {
+        if (typeof body.group !== "string" || body.group === "")
+          bad("group", "group must be a device group's id or name");
+        try {
+          groupId = (await findGroup(ctx.db, body.group as string)).id;
+        } catch (err) {
+          bad("group", (err as Error).message);
+        }
+      }
       const exists = await ctx.db.one(sql`SELECT 1 FROM network_sweeps WHERE name = ${v.name}`);
       if (exists) throw new ConflictError(`a sweep named '${v.name}' exists`);
       const row = await ctx.db.one(sql`
-      INSERT INTO network_sweeps (name, cidrs, ports, interval_seconds, rate_per_second, "partition", agent_uid, enabled, next_run_at)
+      INSERT INTO network_sweeps (name, cidrs, ports, interval_seconds, rate_per_second, "partition", agent_uid, enabled, next_run_at, group_id)
       VALUES (${v.name}, ${v.cidrs}::text[], ${v.ports}::int[], ${v.interval_seconds}, ${v.rate_per_second}, ${v.partition},
-              ${v.agent_uid}, ${v.enabled}, ${ctx.now()})
+              ${v.agent_uid}, ${v.enabled}, ${ctx.now()}, ${groupId}::uuid)
       RETURNING *`);
       return reply.code(201).send({ sweep: row });
     },

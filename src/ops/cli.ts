@@ -1,15 +1,16 @@
 /**
  * `netmon backup`, `netmon restore` and `netmon db copy` (issue 19, docs/operations.md).
- * They open the configured database themselves (never through the server), except
- * `backup --server`, which downloads a consistent backup from a running server: the way to
- * back up an embedded (PGlite) database without stopping it, since only one process may
- * open a PGlite directory.
+ * They open the configured database themselves. While a server holds the embedded database,
+ * `backup` is forwarded to it over the local channel (src/cli/cli-channel.ts) and runs with the
+ * server's open database; `backup --server URL` downloads one over HTTP instead (a remote
+ * server). `restore` and `db copy` replace or read a whole database: never inside a server.
  */
 import fs from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { flag, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
+import { cliIo, cliPath, stderr, stdout } from "../cli/io.ts";
 import { type Config, loadConfig } from "../config/config.ts";
 import { redactUrl } from "../config/parsers.ts";
 import { DatabaseLockedError, type Db } from "../storage/db.ts";
@@ -58,7 +59,7 @@ async function openTarget(to: string): Promise<{ db: Db; label: string; dataDir?
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(to)) {
     throw new UsageError(`--to must be a postgres:// URL or a data directory, got ${redactUrl(to)}`);
   }
-  const dataDir = path.resolve(to);
+  const dataDir = cliPath(to);
   makePrivateDir(dataDir);
   return {
     db: await PgliteDb.open({ dataDir: path.join(dataDir, "pg") }),
@@ -68,21 +69,19 @@ async function openTarget(to: string): Promise<{ db: Db; label: string; dataDir?
 }
 
 function progress(name: string, rows: number): void {
-  process.stderr.write(`  ${name.padEnd(40, " ")} ${String(rows).padStart(10, " ")} rows\n`);
+  stderr(`  ${name.padEnd(40, " ")} ${String(rows).padStart(10, " ")} rows\n`);
 }
 
 function printReport(report: readonly TableReport[]): void {
   const width = Math.max(5, ...report.map((r) => r.table.length));
-  process.stdout.write(
-    `${"table".padEnd(width)}  ${"source".padStart(10)}  ${"target".padStart(10)}  check\n`,
-  );
+  stdout(`${"table".padEnd(width)}  ${"source".padStart(10)}  ${"target".padStart(10)}  check\n`);
   for (const r of report) {
-    process.stdout.write(
+    stdout(
       `${r.table.padEnd(width)}  ${String(r.expected).padStart(10)}  ${String(r.found).padStart(10)}  ${r.expected === r.found ? "ok" : "MISMATCH"}\n`,
     );
   }
   const total = report.reduce((s, r) => s + r.found, 0);
-  process.stdout.write(`${report.length} tables, ${total} rows verified\n`);
+  stdout(`${report.length} tables, ${total} rows verified\n`);
 }
 
 function readKeyFile(file: string): string | null {
@@ -185,22 +184,28 @@ adds the local key file.`,
   async run(args) {
     const file = args.positionals[0];
     if (!file || args.positionals.length > 1) throw new UsageError("expected one FILE argument");
-    const config = loadConfig();
+    const target = cliPath(file);
+    // Forwarded to the running server (its embedded database is held): use its database and key.
+    const inServer = cliIo().ctx;
+    const config = inServer?.config ?? loadConfig();
     const key = flag(args, "without-secret-key") === "true" ? null : readKeyFile(config.secretKeyFile);
     const server = flag(args, "server");
     if (server) {
-      if (!config.token) throw new UsageError("--server needs an admin bearer token in NETMON_TOKEN");
-      await backupFromServer(server, config.token, file, key);
+      const token = inServer ? cliIo().env.NETMON_TOKEN : config.token;
+      if (!token) throw new UsageError("--server needs an admin bearer token in NETMON_TOKEN");
+      await backupFromServer(server, token, target, key);
+    } else if (inServer) {
+      await writeBackupFile(inServer.db, target, { secretKey: key, onTable: progress });
     } else {
       const db = await openConfigured(config, "backup");
       try {
-        await writeBackupFile(db, file, { secretKey: key, onTable: progress });
+        await writeBackupFile(db, target, { secretKey: key, onTable: progress });
       } finally {
         await db.close();
       }
     }
-    process.stdout.write(
-      `backup written to ${file}${key === null ? " (without the secret key: keep NETMON_SECRET_KEY_FILE separately)" : " (with the secret key: keep the file private)"}\n`,
+    stdout(
+      `backup written to ${target}${key === null ? " (without the secret key: keep NETMON_SECRET_KEY_FILE separately)" : " (with the secret key: keep the file private)"}\n`,
     );
     return 0;
   },
@@ -223,13 +228,15 @@ key already there is kept beside it as secret.key.replaced-<time>), unless --kee
   async run(args) {
     const file = args.positionals[0];
     if (!file || args.positionals.length > 1) throw new UsageError("expected one FILE argument");
-    if (!fs.existsSync(file)) throw new UsageError(`no such file: ${file}`);
+    if (cliIo().ctx) throw new UsageError("restore replaces the whole database: stop the server first");
+    const source = cliPath(file);
+    if (!fs.existsSync(source)) throw new UsageError(`no such file: ${file}`);
     const config = loadConfig();
     const db = await openConfigured(config, "restore");
     let header: BackupHeader;
     let report: TableReport[];
     try {
-      ({ header, report } = await restoreBackup(db, file, {
+      ({ header, report } = await restoreBackup(db, source, {
         force: flag(args, "force") === "true",
         onTable: progress,
       }));
@@ -243,18 +250,18 @@ key already there is kept beside it as secret.key.replaced-<time>), unless --kee
         if (current !== null) {
           const aside = `${config.secretKeyFile}.replaced-${new Date().toISOString().replace(/[:.]/g, "-")}`;
           fs.renameSync(config.secretKeyFile, aside);
-          process.stdout.write(`the previous secret key was moved to ${aside}\n`);
+          stdout(`the previous secret key was moved to ${aside}\n`);
         }
         fs.mkdirSync(path.dirname(config.secretKeyFile), { recursive: true, mode: 0o700 });
         fs.writeFileSync(config.secretKeyFile, `${header.secret_key}\n`, { mode: 0o600 });
-        process.stdout.write(`secret key restored to ${config.secretKeyFile}\n`);
+        stdout(`secret key restored to ${config.secretKeyFile}\n`);
       }
     } else if (!header.secret_key) {
-      process.stdout.write(
+      stdout(
         "the backup holds no secret key: start netmon with the key file of the instance that made it, or users must sign in again and API tokens be reissued\n",
       );
     }
-    process.stdout.write(
+    stdout(
       `restored ${file} (made ${header.created_at} by netmon ${header.netmon_version} on ${header.backend})\n`,
     );
     return 0;
@@ -284,13 +291,14 @@ to DIR/secret.key when none is there.`,
       throw new UsageError("expected 'netmon db copy --to TARGET'");
     const to = flag(args, "to");
     if (!to) throw new UsageError("--to is required (a postgres:// URL or a data directory)");
+    if (cliIo().ctx) throw new UsageError("db copy reads the whole database: stop the server first");
     const config = loadConfig();
     const source = await openConfigured(config, "db copy");
     try {
       await migrate(source);
       const target = await openTarget(to);
       try {
-        process.stderr.write(`copying to ${target.label}\n`);
+        stderr(`copying to ${target.label}\n`);
         const report = await copyDatabase(source, target.db, {
           force: flag(args, "force") === "true",
           onTable: progress,
@@ -304,12 +312,10 @@ to DIR/secret.key when none is there.`,
         if (!fs.existsSync(key) && fs.existsSync(config.secretKeyFile)) {
           fs.copyFileSync(config.secretKeyFile, key);
           fs.chmodSync(key, 0o600);
-          process.stdout.write(`secret key copied to ${key}\n`);
+          stdout(`secret key copied to ${key}\n`);
         }
       } else {
-        process.stdout.write(
-          `keep using the secret key file ${config.secretKeyFile} (every replica needs it)\n`,
-        );
+        stdout(`keep using the secret key file ${config.secretKeyFile} (every replica needs it)\n`);
       }
     } finally {
       await source.close();

@@ -26,6 +26,11 @@ export interface FieldDecl {
   expr?: string;
   /** Value normaliser applied before binding (e.g. MAC addresses). */
   normalize?: "mac";
+  /**
+   * Equality ignores case (names people type: hostnames, vendors, models). Scalar values match
+   * with ILIKE (the hostname trigram index serves it), lists with lower() on both sides.
+   */
+  caseInsensitive?: boolean;
   /** Accepted but without effect (interfaces `latest`: the table holds one row per interface). */
   noop?: boolean;
 }
@@ -111,6 +116,8 @@ interface EntitySpec {
   computed?: Record<string, string>;
   noop?: string[];
   normalize?: Record<string, "mac">;
+  /** Text fields whose equality ignores case. */
+  caseInsensitive?: string[];
   downsample?: DownsampleDecl;
   softDeleteColumn?: string;
   enums?: Record<string, string[]>;
@@ -134,8 +141,16 @@ function define(spec: EntitySpec): EntityDecl {
     if (!extra.expr && !extra.noop && !extra.jsonPath) resultColumns.push(extra.column ?? name);
   };
   for (const n of spec.uuid ?? []) add(n, "uuid");
+  const ci = new Set(spec.caseInsensitive ?? []);
   for (const n of spec.text ?? [])
-    add(n, "text", spec.normalize?.[n] ? { normalize: spec.normalize[n] } : {});
+    add(n, "text", {
+      ...(spec.normalize?.[n] ? { normalize: spec.normalize[n] } : {}),
+      ...(ci.has(n) ? { caseInsensitive: true } : {}),
+    });
+  for (const n of ci) {
+    if (fields.get(n)?.kind !== "text")
+      throw new Error(`srql catalog: ${spec.name}.${n} is case-insensitive but not a text field`);
+  }
   for (const n of spec.ip ?? []) add(n, "ip");
   for (const n of spec.int ?? []) add(n, "int");
   for (const n of spec.float ?? []) add(n, "float");
@@ -323,6 +338,7 @@ export const ENTITIES: EntityDecl[] = [
     tieBreaker: "uid",
     defaultFilterField: "hostname",
     partition: { column: "partition" },
+    caseInsensitive: ["hostname", "name", "type", "vendor_name", "model", "domain", "zone", "region"],
     text: [
       "uid",
       "partition",
@@ -676,7 +692,7 @@ export const ENTITIES: EntityDecl[] = [
       "acknowledged_by",
       "resolved_by",
       "escalation_reason",
-      "incident_key",
+      // incident_key is internal (decision 0500: never serialised), so it is not a field here.
     ],
     float: ["metric_value", "threshold_value"],
     int: ["escalation_level", "notification_count"],

@@ -2,6 +2,7 @@ import { SYSTEM_ACTOR } from "../access/actor.ts";
 import { flag, type ParsedArgs, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
 import { withContext } from "../cli/database.ts";
+import { stderr, stdout } from "../cli/io.ts";
 import { isAppError } from "../kernel/errors.ts";
 import { type QueryResponse, runQuery } from "./run.ts";
 
@@ -60,17 +61,17 @@ or the full response ({results, pagination, viz, error}) with --json. Examples:
       res = await withContext((ctx) => runQuery(ctx, SYSTEM_ACTOR, { query, limit, cursor }));
     } catch (err) {
       if (isAppError(err)) {
-        process.stderr.write(`error: ${err.message}\n`);
+        stderr(`error: ${err.message}\n`);
         return 1;
       }
       throw err;
     }
     if (json) {
-      process.stdout.write(`${JSON.stringify(res, null, 2)}\n`);
+      stdout(`${JSON.stringify(res, null, 2)}\n`);
       return 0;
     }
-    process.stdout.write(formatTable(res.results));
-    if (res.pagination.next_cursor) process.stdout.write(`next cursor: ${res.pagination.next_cursor}\n`);
+    stdout(formatTable(res.results));
+    if (res.pagination.next_cursor) stdout(`next cursor: ${res.pagination.next_cursor}\n`);
     return 0;
   },
 };

@@ -48,7 +48,9 @@ function conditionSql(c: Condition): SqlFragment {
       return sql`${t} ${raw(c.op)} ${v}`;
     }
     case "in": {
-      const f = sql`${t} = ANY(${c.values}::${castOf(c.target.kind)}[])`;
+      const f = c.lower
+        ? sql`lower(${t}) = ANY(${c.values}::text[])`
+        : sql`${t} = ANY(${c.values}::${castOf(c.target.kind)}[])`;
       return c.negated ? notTrue(f) : f;
     }
     case "like": {

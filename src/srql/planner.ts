@@ -28,7 +28,7 @@ export type CmpOp = "=" | ">" | ">=" | "<" | "<=";
 
 export type Condition =
   | { kind: "cmp"; target: Target; op: CmpOp; value: string | number | boolean; negated: boolean }
-  | { kind: "in"; target: Target; values: (string | number | boolean)[]; negated: boolean }
+  | { kind: "in"; target: Target; values: (string | number | boolean)[]; negated: boolean; lower?: boolean }
   | { kind: "like"; target: Target; pattern: string; negated: boolean; castText: boolean }
   | { kind: "array"; target: Target; values: string[]; mode: "all" | "any"; negated: boolean; json: boolean }
   | { kind: "cidr"; target: Target; cidr: string; negated: boolean }
@@ -190,6 +190,11 @@ function planFilter(entity: EntityDecl, node: FilterNode, now: Date, out: Condit
     else if (kind === "uuid") values = items.map((i) => checkUuid(i, node));
     else if (kind === "time") values = items.map((i) => timeValue(i, node, now).value);
     else values = items.map(normalize);
+    if (field?.caseInsensitive) {
+      const lowered = [...new Set(values.map((x) => String(x).toLowerCase()))];
+      out.push({ kind: "in", target, values: lowered, negated: neg, lower: true });
+      return;
+    }
     out.push({ kind: "in", target, values, negated: neg });
     return;
   }
@@ -235,6 +240,10 @@ function planFilter(entity: EntityDecl, node: FilterNode, now: Date, out: Condit
       }
       if (op === "eq" && hasWildcard) {
         out.push({ kind: "like", target, pattern: v, negated: neg, castText: false });
+        return;
+      }
+      if (field?.caseInsensitive) {
+        out.push({ kind: "like", target, pattern: escapeLike(normalize(v)), negated: neg, castText: false });
         return;
       }
       out.push({ kind: "cmp", target, op: "=", value: normalize(v), negated: neg });

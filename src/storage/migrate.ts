@@ -42,6 +42,27 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return migrations;
 }
 
+/**
+ * Checksums of revisions a landed migration had before it was edited (a mistake never to
+ * repeat: the lint of history is this error). Each entry names the migration that repairs it.
+ * 0202 once dropped devices_last_seen_idx; 0204 recreates it.
+ */
+const SUPERSEDED: Readonly<Record<number, readonly string[]>> = Object.freeze({
+  202: ["d8898b8d103c81edd4bc4f99c2c71f57cc9b66962189790fd3b1760360089248"],
+});
+
+/** A landed migration whose text changed: the database and the code disagree about the schema. */
+export class MigrationChangedError extends Error {
+  constructor(version: number, name: string) {
+    super(
+      `migration ${String(version).padStart(4, "0")}_${name} changed after it was applied to this database. ` +
+        "Landed migrations are never edited: restore the file from the release this database was migrated with " +
+        "and put the change in a new migration.",
+    );
+    this.name = "MigrationChangedError";
+  }
+}
+
 export interface MigrateResult {
   applied: string[];
   warnings: string[];
@@ -66,7 +87,14 @@ export async function migrate(db: Db, migrations = loadMigrations()): Promise<Mi
       const prior = byVersion.get(m.version);
       if (prior) {
         if (prior.checksum !== m.checksum) {
-          warnings.push(`migration ${m.version}_${m.name} changed after it was applied`);
+          if (SUPERSEDED[m.version]?.includes(prior.checksum)) {
+            // A known earlier revision; a later migration repairs what it did differently.
+            warnings.push(
+              `migration ${m.version}_${m.name} was applied in an earlier revision (repaired later)`,
+            );
+          } else {
+            throw new MigrationChangedError(m.version, m.name);
+          }
         }
         continue;
       }

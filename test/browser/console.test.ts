@@ -130,6 +130,22 @@ describe("operator console (Chromium)", () => {
     await page.waitForLoadState("networkidle");
     expect(await shownErrors(page)).toEqual([]);
 
+    // Monitoring profile: a new group whose devices get a ping check; moving the device into
+    // the group monitors it with no further step.
+    const deviceUrl = page.url();
+    await page.goto(`${server.url}/checks/profiles`);
+    await page.getByRole("button", { name: "New profile" }).click();
+    await page.fill("#f-name", "edge basics");
+    await page.fill("#f-new_group", "edge routers");
+    await page.getByLabel("Check 1 name").fill("edge ping");
+    await page.getByRole("button", { name: "Create profile" }).click();
+    await page.getByRole("cell", { name: "edge basics" }).waitFor();
+    expect(await shownErrors(page)).toEqual([]);
+    await page.goto(deviceUrl);
+    await page.getByLabel("Device group").selectOption({ label: "edge routers" });
+    await page.getByRole("link", { name: "edge ping" }).waitFor({ timeout: 30_000 });
+    expect(await shownErrors(page)).toEqual([]);
+
     // Checks: an HTTP check against a loopback server; its first result; then break the target.
     await page.goto(`${server.url}/checks/new`);
     await page.fill("#f-name", "web front");
@@ -241,6 +257,7 @@ describe("operator console (Chromium)", () => {
       "/",
       "/devices",
       "/checks",
+      "/checks/profiles",
       "/alerts",
       "/query?q=in%3Adevices",
       "/fleet",

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
@@ -36,7 +37,7 @@ afterAll(() => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-describe(`netmon backup / restore / db copy (${testBackend()})`, () => {
+describe(`netmon backup / restore / db copy (${testBackend()})`, { timeout: 180_000 }, () => {
   it("backs up with the secret key and restores into a fresh database, verified per table", async () => {
     const b = await source.netmon("backup", file);
     expect(b.code, b.stderr).toBe(0);
@@ -92,6 +93,52 @@ describe(`netmon backup / restore / db copy (${testBackend()})`, () => {
   });
 
   it.skipIf(testBackend() !== "pglite")(
+    "backs up while the server runs: the command is forwarded to it over the local channel",
+    async () => {
+      const child = spawn(process.execPath, [path.resolve("bin/netmon.mjs"), "serve"], {
+        env: {
+          ...process.env,
+          ...source.env,
+          PORT: "0",
+          HOST: "127.0.0.1",
+          NETMON_EMBEDDED_AGENT: "false",
+          NETMON_LOG_LEVEL: "info",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      try {
+        let out = "";
+        await new Promise<void>((resolve, reject) => {
+          const t = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 60_000);
+          const onData = (d: Buffer) => {
+            out += d.toString();
+            if (out.includes("netmon listening on")) {
+              clearTimeout(t);
+              resolve();
+            }
+          };
+          child.stdout?.on("data", onData);
+          child.stderr?.on("data", onData);
+        });
+        const live = path.join(tmp, "while-running.gz");
+        const b = await source.netmon("backup", live);
+        expect(b.code, b.stderr).toBe(0);
+        expect(b.stdout).toContain("with the secret key");
+        const r = await restored.netmon("restore", live, "--force");
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.stdout).toMatch(/^users\s+1\s+1\s+ok$/m);
+        // restore and db copy are never run inside a running server.
+        const refused = await source.netmon("restore", live, "--force");
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toContain("in use by another netmon process");
+      } finally {
+        child.kill("SIGTERM");
+        await new Promise((r) => child.once("exit", r));
+      }
+    },
+  );
+
+  it.skipIf(testBackend() !== "pglite")(
     "says how to back up an embedded database a running server holds",
     async () => {
       const held = await PgliteDb.open({ dataDir: path.join(source.dir, "pg") });
@@ -106,7 +153,9 @@ describe(`netmon backup / restore / db copy (${testBackend()})`, () => {
   );
 });
 
-describe("netmon backup --server (a running server streams GET /api/admin/backup)", () => {
+describe("netmon backup --server (a running server streams GET /api/admin/backup)", {
+  timeout: 180_000,
+}, () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer();

@@ -70,7 +70,7 @@ function counts(s: Record<string, string[]>): Record<string, number> {
   return Object.fromEntries(Object.entries(s).map(([k, v]) => [k, v.length]));
 }
 
-describe(`backup → wipe → restore (${testBackend()})`, () => {
+describe(`backup → wipe → restore (${testBackend()})`, { timeout: 180_000 }, () => {
   let db: Db;
   let before: Record<string, string[]>;
   const file = path.join(dir, "backup.jsonl.gz");
@@ -148,7 +148,7 @@ describe(`backup → wipe → restore (${testBackend()})`, () => {
   });
 });
 
-describe(`a backup taken while writers commit (${testBackend()})`, () => {
+describe(`a backup taken while writers commit (${testBackend()})`, { timeout: 180_000 }, () => {
   it("is one snapshot: rows written together in one transaction are both in it or both not", async () => {
     const { db } = await createTestDatabase();
     try {
@@ -214,7 +214,7 @@ async function pgReachable(): Promise<boolean> {
   }
 }
 
-describe("db copy PGlite → PostgreSQL → PGlite", async () => {
+describe("db copy PGlite → PostgreSQL → PGlite", { timeout: 180_000 }, async () => {
   const reachable = await pgReachable();
   const scratch = `netmon_copy_${Date.now().toString(36)}_${process.pid}`;
   const opened: Db[] = [];

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHECK_CONFIG_SCHEMAS } from "../../src/monitoring/checks/config-schemas.ts";
 import { CHECK_TYPES } from "../../src/monitoring/checks/types.ts";
+import { registerGateway } from "../../src/monitoring/fleet.ts";
 import { authHeaders, tokenFor } from "../helpers/auth.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
@@ -103,6 +104,72 @@ describe("service check config validation", () => {
       id,
     );
     expect(good.status).toBe(200);
+  });
+
+  it("keeps check names unique per device, ignoring case", async () => {
+    const added = await server.fetch("/api/v1/device-updates", {
+      method: "POST",
+      headers: { ...operator, "content-type": "application/json" },
+      body: JSON.stringify({
+        updates: [
+          { ip: "192.0.2.71", hostname: "name-a", source: "manual" },
+          { ip: "192.0.2.72", hostname: "name-b", source: "manual" },
+        ],
+      }),
+    });
+    expect(added.status).toBe(200);
+    const [a, b] = ((await added.json()) as { data: { results: { uid: string }[] } }).data.results.map(
+      (r) => r.uid,
+    );
+    const ping = (name: string, device_uid?: string) =>
+      send("POST", "/service-checks", {
+        name,
+        check_type: "ping",
+        target: "127.0.0.1",
+        ...(device_uid ? { device_uid } : {}),
+      });
+    expect((await ping("Reachability", a)).status).toBe(201);
+    const again = await ping("reachability", a);
+    expect(again.status).toBe(409);
+    expect(again.body.errors?.[0]?.code).toBe("name_taken");
+    expect(again.body.errors?.[0]?.detail).toContain(String(a));
+    // The same name on another device, and once without a device, is fine.
+    expect((await ping("Reachability", b)).status).toBe(201);
+    const loose = await ping("Reachability");
+    expect(loose.status).toBe(201);
+    expect((await ping("REACHABILITY")).status).toBe(409);
+    // Renaming onto a taken name is refused too.
+    const other = await ping("Other");
+    expect(other.status).toBe(201);
+    const id = other.body.data?.id as string;
+    const renamed = await send("PATCH", `/service-checks/${id}`, { name: "reachability" }, id);
+    expect(renamed.status).toBe(409);
+  });
+
+  it("places a check on a registered gateway only", async () => {
+    const ghost = await send("POST", "/service-checks", {
+      name: "behind nowhere",
+      check_type: "ping",
+      target: "127.0.0.1",
+      gateway_id: "no-such-gateway",
+    });
+    expect(ghost.status).toBe(422);
+    expect(ghost.body.errors?.[0]?.source?.pointer).toBe("/data/attributes/gateway_id");
+    await registerGateway(server.ctx, "gw-placement", {});
+    const placed = await send("POST", "/service-checks", {
+      name: "behind a site",
+      check_type: "ping",
+      target: "127.0.0.1",
+      gateway_id: "gw-placement",
+    });
+    expect(placed.status, JSON.stringify(placed.body)).toBe(201);
+    const moved = await send(
+      "PATCH",
+      `/service-checks/${placed.body.data?.id}`,
+      { gateway_id: "nowhere" },
+      placed.body.data?.id,
+    );
+    expect(moved.status).toBe(422);
   });
 
   it("publishes each check type's config schema in the OpenAPI document", async () => {

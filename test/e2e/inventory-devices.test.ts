@@ -80,6 +80,17 @@ describe("POST /api/v1/device-updates", () => {
     expect(dev.body.data.first_seen_time).toBe(dev.body.data.first_seen);
   });
 
+  it("reports fields it does not know instead of dropping them silently", async () => {
+    const r = await ingest([
+      { ip: "10.10.9.1", source: "sweep", hostnme: "typo", site: "dc1" },
+      { ip: "10.10.9.2", source: "sweep", hostnme: "typo2" },
+    ]);
+    expect(r.status).toBe(200);
+    expect(r.body.data.unknown_fields).toEqual({ hostnme: 2, site: 1 });
+    const clean = await ingest([{ ip: "10.10.9.3", source: "sweep" }]);
+    expect(clean.body.data.unknown_fields).toBeUndefined();
+  });
+
   it("rejects more than 1000 updates", async () => {
     const big = Array.from({ length: 1001 }, (_, i) => ({ ip: `10.11.${i >> 8}.${i & 255}`, source: "s" }));
     const res = await ingest(big);

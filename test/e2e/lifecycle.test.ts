@@ -8,6 +8,7 @@ import { healthFeature } from "../../src/http/routes/health.ts";
 import type { Feature } from "../../src/kernel/feature.ts";
 import { createPgDatabase, testBackend } from "../helpers/database.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 /** Routes that exist only in these tests, to exercise the edge itself. */
 function probeFeature(onSlowStarted?: () => void): Feature {
@@ -180,10 +181,17 @@ describe("the netmon process", () => {
     const health = await fetch(`${url}/health`);
     expect(health.status).toBe(200);
     if (!env.DATABASE_URL) {
-      // While the server holds the PGlite directory, another process says so clearly.
-      const locked = await runCli(["migrate"], env);
+      // While the server holds the PGlite directory, a second server says so clearly; CLI
+      // commands run inside the running server over its local channel instead.
+      const locked = await runCli(["serve"], { ...env, PORT: "0" });
       expect(locked.code).toBe(1);
       expect(locked.stderr).toMatch(/in use by another netmon process/);
+      await waitFor(
+        async () => fs.existsSync(path.join(env.NETMON_DATA_DIR as string, "cli.sock")),
+        "the local channel",
+      );
+      const migrated = await runCli(["migrate"], env);
+      expect(migrated.code, migrated.stderr).toBe(0);
     }
     const exited = new Promise<number | null>((r) => child.on("exit", r));
     child.kill("SIGTERM");

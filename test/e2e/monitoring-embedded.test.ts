@@ -1,3 +1,4 @@
+import os from "node:os";
 /**
  * The vertical slice in embedded mode: service checks created over /api/v2 run on the
  * built-in gateway + agent and their results land on the check, in service_status, in
@@ -136,6 +137,50 @@ describe("embedded monitoring", () => {
     expect(mem?.total_bytes).toBeGreaterThan(0);
     expect(mem?.usage_percent).toBeGreaterThan(0);
     expect(mem?.agent_id).toMatch(/^embedded-/);
+    // The host is a device, linked from its agent, and every sample names it (issue 13).
+    const host = await waitFor(
+      () =>
+        server.db.one<{ uid: string; hostname: string; device_id: string }>(sql`
+          SELECT d.uid, d.hostname, m.device_id FROM agents a JOIN devices d ON d.uid = a.device_uid
+            JOIN memory_metrics m ON m.agent_id = a.uid AND m.device_id IS NOT NULL
+          WHERE a.uid = ${mem?.agent_id as string} LIMIT 1`),
+      "the host device",
+    );
+    expect(host.hostname).toBe(os.hostname());
+    expect(host.device_id).toBe(host.uid);
+    const viaApi = await server.fetch(`/api/devices/${encodeURIComponent(host.uid)}`, {
+      headers: authHeaders(token),
+    });
+    expect(((await viaApi.json()) as { data: { hostname: string } }).data.hostname).toBe(os.hostname());
+
+    // A second agent on the same host keeps its own series and its own link.
+    const other = await server.fetch("/api/v2/agents", {
+      method: "POST",
+      headers: { ...authHeaders(token), accept: J, "content-type": J },
+      body: JSON.stringify({
+        data: { type: "agent", attributes: { uid: "second-on-host", name: "second" } },
+      }),
+    });
+    expect([200, 201]).toContain(other.status);
+    const { recordHostMetrics } = await import("../../src/monitoring/host-metrics.ts");
+    await recordHostMetrics(server.ctx, {
+      agentId: "second-on-host",
+      gatewayId: null,
+      sample: {
+        timestamp: new Date().toISOString(),
+        host_id: os.hostname(),
+        host_ip: "127.0.0.77",
+        cpus: [],
+        memory: { total_bytes: 100, used_bytes: 50, available_bytes: 50, usage_percent: 50 },
+        disks: [],
+        processes: [],
+      },
+    });
+    const second = await server.db.one<{ agent_id: string; device_id: string | null }>(
+      sql`SELECT agent_id, device_id FROM memory_metrics WHERE agent_id = 'second-on-host'`,
+    );
+    expect(second?.device_id).toBeTruthy();
+    expect(second?.device_id).not.toBe(host.uid);
   });
 
   it("counts consecutive failures, lists failing checks and raises an alert", async () => {
@@ -206,18 +251,28 @@ describe("embedded monitoring", () => {
     expect(badType.status).toBe(400);
   });
 
-  it("sweeps a CIDR (ICMP + TCP) and reports live hosts through device ingestion", async () => {
-    const res = await server.fetch("/api/monitoring/sweeps", {
-      method: "POST",
-      headers: { ...authHeaders(token), "content-type": "application/json" },
-      body: JSON.stringify({
-        name: "lo-sweep",
-        cidrs: ["127.0.9.0/29"],
-        ports: [tcpT.port],
-        rate_per_second: 100,
-        interval_seconds: 3600,
-      }),
+  it("sweeps a CIDR (ICMP + TCP) and reports live hosts through device ingestion, into the sweep's group", async () => {
+    const group = await api("POST", "/device-groups", {
+      data: { type: "device-group", attributes: { name: "discovered on lo" } },
     });
+    expect(group.status).toBe(201);
+    const sweep = (groupRef: unknown) =>
+      server.fetch("/api/monitoring/sweeps", {
+        method: "POST",
+        headers: { ...authHeaders(token), "content-type": "application/json" },
+        body: JSON.stringify({
+          name: "lo-sweep",
+          cidrs: ["127.0.9.0/29"],
+          ports: [tcpT.port],
+          rate_per_second: 100,
+          interval_seconds: 3600,
+          group: groupRef,
+        }),
+      });
+    const unknownGroup = await sweep("no such group");
+    expect(unknownGroup.status).toBe(422);
+    expect(JSON.stringify(await unknownGroup.json())).toMatch(/device group 'no such group' not found/);
+    const res = await sweep("Discovered on LO");
     expect(res.status).toBe(201);
     const bad = await server.fetch("/api/monitoring/sweeps", {
       method: "POST",
@@ -240,9 +295,10 @@ describe("embedded monitoring", () => {
     // 127.0.9.1–6 all answer ICMP on loopback.
     expect(summary.hosts_alive).toBe(6);
     expect(summary.ingested).toBeGreaterThan(0);
-    const devices = await server.db.many<{ ip: string }>(
-      sql`SELECT ip FROM devices WHERE ip LIKE '127.0.9.%' ORDER BY ip`,
+    const devices = await server.db.many<{ ip: string; group_id: string | null }>(
+      sql`SELECT ip, group_id FROM devices WHERE ip LIKE '127.0.9.%' ORDER BY ip`,
     );
+    expect(new Set(devices.map((d) => d.group_id))).toEqual(new Set([group.doc.data.id]));
     expect(devices.map((d) => d.ip)).toEqual([
       "127.0.9.1",
       "127.0.9.2",

@@ -412,6 +412,33 @@ describe("core, gateway and agent as separate processes", () => {
     );
     expect(retried.agent_id).toBe("agent-b");
     expect(retried.results[0].check_id).toBe(slowId);
+
+    // A check pinned to the dead agent cannot move: it shows unknown with the reason (never a
+    // stale success), its job ends, and an alert says it cannot run.
+    const pinnedId = await createCheck({
+      name: "tcp pinned to the dead agent",
+      check_type: "tcp",
+      target: "127.0.0.1",
+      port: tcpT.port,
+      agent_uid: "agent-a",
+    });
+    const unknown = await waitFor(async () => {
+      const r = await api("GET", `/service-checks/${pinnedId}`);
+      return r.doc.data.attributes.last_result === "unknown" ? r.doc.data.attributes : null;
+    }, "the pinned check unknown");
+    expect(unknown.last_error).toBe("not run: agent agent-a is disconnected");
+    const unplaceable = await waitFor(async () => {
+      const r = await api("GET", "/alerts/active");
+      return r.doc.data.find(
+        (a: { attributes: { service_check_id: string | null } }) =>
+          a.attributes.service_check_id === pinnedId,
+      );
+    }, "an alert that the pinned check cannot run");
+    expect(unplaceable.attributes).toMatchObject({
+      severity: "warning",
+      title: "tcp pinned to the dead agent: cannot run, agent agent-a is disconnected",
+    });
+    expect((await api("DELETE", `/service-checks/${pinnedId}`)).status).toBe(204);
   }, 120_000);
 
   it("loses no completed result across a core restart, and work resumes", async () => {

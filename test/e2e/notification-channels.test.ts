@@ -152,6 +152,66 @@ describe("notification channels, test-send, quick routes and the delivery log", 
     expect(health.last_error).toContain("500");
   });
 
+  it("shapes webhook bodies with a preset or the channel's own template, refusing unknown placeholders", async () => {
+    const pd = await v2(admin, "POST", "/notification-channels", {
+      data: {
+        type: "notification-channel",
+        attributes: {
+          name: "pagerduty",
+          provider: "webhook",
+          config: { url: `${receiverUrl}/pd`, template: "pagerduty" },
+          secret_refs: { routing_key: "rk-e2e-123" },
+        },
+      },
+    });
+    expect(pd.status, JSON.stringify(pd.doc)).toBe(201);
+    expect(pd.doc.data.attributes.secret_refs).toEqual({ routing_key: { set: true } });
+    hits.length = 0;
+    expect((await v2(admin, "POST", `/notification-channels/${pd.doc.data.id}/test`)).doc.data.ok).toBe(true);
+    const event = JSON.parse(hits.find((h) => h.path === "/pd")?.body ?? "{}");
+    expect(event).toMatchObject({
+      routing_key: "rk-e2e-123",
+      event_action: "trigger",
+      payload: { summary: "Test notification from netmon (pagerduty)", severity: "info" },
+      links: [{ href: "https://netmon.example.net/rules?tab=channels" }],
+    });
+
+    const own = await v2(admin, "POST", "/notification-channels", {
+      data: {
+        type: "notification-channel",
+        attributes: {
+          name: 'chat "ops" }',
+          provider: "webhook",
+          config: {
+            url: `${receiverUrl}/own`,
+            body_template: { msg: "{{severity_upper}}: {{alert.title}}", link: "{{url}}" },
+          },
+        },
+      },
+    });
+    expect(own.status, JSON.stringify(own.doc)).toBe(201);
+    hits.length = 0;
+    await v2(admin, "POST", `/notification-channels/${own.doc.data.id}/test`);
+    expect(JSON.parse(hits.find((h) => h.path === "/own")?.body ?? "{}")).toEqual({
+      msg: 'INFO: Test notification from netmon (chat "ops" })',
+      link: "https://netmon.example.net/rules?tab=channels",
+    });
+
+    const bad = await v2(admin, "POST", "/notification-channels", {
+      data: {
+        type: "notification-channel",
+        attributes: {
+          name: "typo",
+          provider: "webhook",
+          config: { url: `${receiverUrl}/x`, body_template: { text: "{{hostname}} is down" } },
+        },
+      },
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.doc.errors[0].detail).toContain("{{hostname}}");
+    expect(bad.doc.errors[0].source.pointer).toBe("/data/attributes/config/body_template");
+  });
+
   it("wires a route in one call; a matching alert is delivered with a link back and logged", async () => {
     const route = await v2(admin, "POST", "/notification-routes/quick", {
       data: {

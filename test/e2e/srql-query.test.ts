@@ -69,6 +69,26 @@ describe("SRQL POST /api/query", () => {
       const b = await q("in:devices !hostname:%cam% sort:hostname:asc");
       expect(col(b, "hostname")).toEqual(["core-sw1", "edge-rtr", "test-box"]);
     });
+    it("equality on names people type ignores case; a '_' or '%' inside a quoted value is literal", async () => {
+      expect(col(await q("in:devices hostname:CAM-LOBBY"), "hostname")).toEqual(["cam-lobby"]);
+      expect(col(await q("in:devices vendor_name:cisco sort:hostname:asc"), "hostname")).toEqual([
+        "core-sw1",
+        "edge-rtr",
+      ]);
+      expect(col(await q("in:devices type:(camera,SWITCH) sort:hostname:asc"), "hostname")).toEqual([
+        "cam-garage",
+        "cam-lobby",
+        "core-sw1",
+      ]);
+      expect(col(await q("in:devices !vendor_name:AXIS sort:hostname:asc"), "hostname")).toEqual([
+        "core-sw1",
+        "edge-rtr",
+        "test-box",
+      ]);
+      expect(col(await q('in:devices hostname:equals:"cam_lobby"'), "hostname")).toEqual([]);
+      // Identifiers stay exact.
+      expect(col(await q("in:devices mac:aa:bb:cc:dd:ee:00"), "hostname")).toHaveLength(1);
+    });
     it("array contains-all with repeated keys and lists", async () => {
       const both = await q(
         "in:devices discovery_sources:(sweep) discovery_sources:(armis) sort:hostname:asc",

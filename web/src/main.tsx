@@ -10,6 +10,7 @@ import { DeviceDetail, Devices } from "./pages/Devices.tsx";
 import { Fleet } from "./pages/Fleet.tsx";
 import { NotFound } from "./pages/NotFound.tsx";
 import { Overview } from "./pages/Overview.tsx";
+import { Profiles } from "./pages/Profiles.tsx";
 import { QueryExplorer } from "./pages/Query.tsx";
 import { Rules } from "./pages/Rules.tsx";
 import { ApiCredentials, Settings, Users } from "./pages/Settings.tsx";
@@ -40,6 +41,7 @@ function App() {
             <Route path="/devices/:uid" component={DeviceDetail} />
             <Route path="/checks" component={Checks} />
             <Route path="/checks/new" component={CheckEdit} />
+            <Route path="/checks/profiles" component={Profiles} />
             <Route path="/checks/:id/edit" component={CheckEdit} />
             <Route path="/checks/:id" component={CheckDetail} />
             <Route path="/alerts" component={Alerts} />

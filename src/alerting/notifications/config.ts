@@ -16,6 +16,7 @@ import {
 import type { Queryable, Row } from "../../storage/db.ts";
 import { sql } from "../../storage/sql.ts";
 import { validateMatchExpression } from "./match-expression.ts";
+import { validateWebhookTemplate } from "./webhook-templates.ts";
 
 export const NOTIFY_PERMS = {
   channelsView: "notifications.channels.view",
@@ -88,6 +89,7 @@ export function validateChannelConfig(provider: string, config: Record<string, u
     if (config.headers !== undefined && (typeof config.headers !== "object" || config.headers === null)) {
       throw new ValidationError("config.headers must be an object", attr("config"));
     }
+    validateWebhookTemplate(config, "/data/attributes/config");
   } else if (provider === "email") {
     const to = Array.isArray(config.to) ? config.to : [config.to];
     if (to.length === 0 || to.some((t) => typeof t !== "string" || !/^[^@\s]+@[^@\s]+$/.test(t))) {

@@ -24,6 +24,7 @@ import { sql } from "../../storage/sql.ts";
 import type { AlertRow } from "../types.ts";
 import { evaluateMatchExpression } from "./match-expression.ts";
 import { alertContext } from "./routing.ts";
+import { renderWebhookBody } from "./webhook-templates.ts";
 
 export interface DeliveryOptions {
   /** First retry delay; doubles per attempt (default 30 s). */
@@ -143,7 +144,11 @@ export async function sendWebhook(
   timeoutMs: number,
   policy: OutboundPolicy,
 ): Promise<SendOutcome> {
-  const body = JSON.stringify(payload);
+  // The channel's template (Slack, Teams, Discord, PagerDuty or its own) shapes the body; the
+  // delivery log keeps the same body with secrets replaced.
+  const rendered = renderWebhookBody(channel.config, channel.secret_refs ?? {}, payload);
+  const body = JSON.stringify(rendered.send);
+  payload = rendered.log as Record<string, unknown>;
   const headers: Record<string, string> = {
     "content-type": "application/json",
     "user-agent": "netmon-notifier/1",

@@ -28,7 +28,7 @@ import { validateMatchExpression } from "../notifications/match-expression.ts";
 const CHANNELS_VIEW = { permission: NOTIFY_PERMS.channelsView } as const;
 const CHANNELS_MANAGE = { permission: NOTIFY_PERMS.channelsManage } as const;
 
-/** secret_refs (webhook_secret, smtp_user, smtp_password) are write-only: every value shows as set. */
+/** secret_refs (webhook_secret, smtp_user, smtp_password, routing_key) are write-only: every value shows as set. */
 function redactAll(v: unknown): unknown {
   if (v === null || typeof v !== "object" || Array.isArray(v)) return {};
   const out: Record<string, unknown> = {};
@@ -49,7 +49,8 @@ function mergeAll(next: unknown, stored: unknown): unknown {
   return out;
 }
 
-const SECRET_REF_KEYS = new Set(["webhook_secret", "smtp_user", "smtp_password"]);
+// routing_key: PagerDuty Events v2 (the pagerduty webhook template reads {{secret.routing_key}}).
+const SECRET_REF_KEYS = new Set(["webhook_secret", "smtp_user", "smtp_password", "routing_key"]);
 
 function checkSecretRefs(v: unknown): void {
   if (v === undefined) return;

@@ -9,6 +9,7 @@ import { defineResource } from "../../jsonapi/define.ts";
 import { registerResource } from "../../jsonapi/registry.ts";
 import { ValidationError } from "../../kernel/errors.ts";
 import { type SqlFragment, sql } from "../../storage/sql.ts";
+import { refreshGroupCounts } from "../groups.ts";
 
 const VIEW = { permission: "devices.view" } as const;
 const CREATE = { permission: "devices.create" } as const;
@@ -97,7 +98,11 @@ export const deviceResource = registerResource(
       deleted_reason: ro("string"),
       tags: ro("object"),
       metadata: ro("object"),
-      group_id: ro("uuid"),
+      group_id: ro("uuid", {
+        update: true,
+        description:
+          "The device group (writable: the one member a client sets; monitoring profiles follow it)",
+      }),
       seq: ro("integer", { public: false }),
     },
     relationships: {
@@ -111,6 +116,34 @@ export const deviceResource = registerResource(
     readParams: includeDeleted,
     scope: partitionScope,
     policies: { read: { access: VIEW } },
+    actions: {
+      update: {
+        access: UPDATE,
+        summary:
+          "Move a device into a device group (group_id; null takes it out); everything else comes from ingestion",
+      },
+    },
+    hooks: {
+      beforeUpdate: async (c, _actor, _before, input) => {
+        if (typeof input.group_id === "string") {
+          const found = await c.tx.one(sql`SELECT 1 FROM device_groups WHERE id = ${input.group_id}::uuid`);
+          if (!found) {
+            throw new ValidationError(
+              `group_id '${input.group_id}' does not reference an existing device group`,
+              {
+                source: { pointer: "/data/attributes/group_id" },
+              },
+            );
+          }
+        }
+      },
+      afterWrite: async (c, _actor, event) => {
+        const ids = [event.before?.group_id, event.record?.group_id].filter(
+          (g): g is string => typeof g === "string",
+        );
+        await refreshGroupCounts(c.tx, ids);
+      },
+    },
   }),
 );
 

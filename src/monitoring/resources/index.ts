@@ -10,6 +10,7 @@ import { registerResource } from "../../jsonapi/registry.ts";
 import { ConflictError, ValidationError } from "../../kernel/errors.ts";
 import { mergeCheckSecrets, redactCheckConfig } from "../../kernel/secrets.ts";
 import { compileUserPattern } from "../../kernel/user-pattern.ts";
+import type { Queryable } from "../../storage/db.ts";
 import { sql } from "../../storage/sql.ts";
 import { CHECK_CONFIG_SCHEMAS } from "../checks/config-schemas.ts";
 import { CHECK_STATUSES, CHECK_TYPES } from "../checks/types.ts";
@@ -18,6 +19,8 @@ import { isStale } from "../overdue.ts";
 import { POLL_JOB_STATUSES } from "../poll-job-state.ts";
 import { initialRunAt } from "../scheduler.ts";
 import { TargetPolicy } from "../target-policy.ts";
+// Declared beside the checks it manages (registered on import, like this file).
+import "./profiles.ts";
 
 const ro = (type: AttributeDecl["type"], extra: Partial<AttributeDecl> = {}): AttributeDecl => ({
   type,
@@ -74,6 +77,58 @@ function validateCheck(
     throw new ValidationError("config must be an object", { source: { pointer: "/data/attributes/config" } });
   }
   if (input.config !== undefined) validateCheckConfig(checkType, input.config);
+}
+
+/**
+ * Names are unique per device (checks without a device share one scope), ignoring case; the
+ * unique index of migration 0603 is the backstop for concurrent creates.
+ */
+async function assertNameFree(tx: Queryable, name: string, deviceUid: string | null, selfId: string | null) {
+  const clash = await tx.one(
+    sql`SELECT id FROM service_checks
+         WHERE coalesce(device_uid, '') = ${deviceUid ?? ""} AND lower(name) = lower(${name})
+           AND (${selfId}::uuid IS NULL OR id <> ${selfId}::uuid)`,
+  );
+  if (clash) {
+    throw new ConflictError(
+      deviceUid
+        ? `device '${deviceUid}' already has a check named '${name}'`
+        : `a check named '${name}' already exists (names are unique per device; checks without a device share one scope)`,
+      { code: "name_taken", source: { pointer: "/data/attributes/name" } },
+    );
+  }
+}
+
+/** A check placed on a gateway or agent that does not exist would never run (issue 13). */
+async function assertPlacementExists(tx: Queryable, input: Record<string, unknown>): Promise<void> {
+  if (typeof input.gateway_id === "string" && input.gateway_id !== "") {
+    const found = await tx.one(sql`SELECT 1 FROM gateways WHERE gateway_id = ${input.gateway_id}`);
+    if (!found) {
+      throw new ValidationError(`gateway_id '${input.gateway_id}' does not reference a registered gateway`, {
+        source: { pointer: "/data/attributes/gateway_id" },
+      });
+    }
+  }
+}
+
+/** What a profile-managed check keeps when edited by hand (the rest follows its profile). */
+const LOCAL_EDITS = new Set([
+  "enabled",
+  "description",
+  "warning_threshold_ms",
+  "critical_threshold_ms",
+  "metadata",
+]);
+
+function assertEditable(before: Record<string, unknown>, input: Record<string, unknown>): void {
+  if (!before.profile_id) return;
+  const managed = Object.keys(input).filter((k) => !LOCAL_EDITS.has(k));
+  if (managed.length > 0) {
+    throw new ConflictError(
+      `this check is managed by a monitoring profile: ${managed.join(", ")} follow the profile (edit the profile instead); only ${[...LOCAL_EDITS].join(", ")} may be changed here`,
+      { code: "managed_by_profile", extra: { profile_id: before.profile_id, members: managed } },
+    );
+  }
 }
 
 export const serviceCheckResource = registerResource(
@@ -143,7 +198,21 @@ export const serviceCheckResource = registerResource(
       },
       warning_threshold_ms: { type: "integer", create: true, update: true, minimum: 0, filterable: false },
       critical_threshold_ms: { type: "integer", create: true, update: true, minimum: 0 },
-      agent_uid: { type: "string", create: true, update: true, maxLength: 255 },
+      agent_uid: {
+        type: "string",
+        create: true,
+        update: true,
+        maxLength: 255,
+        description: "Run only on this agent (wins over gateway_id)",
+      },
+      gateway_id: {
+        type: "string",
+        create: true,
+        update: true,
+        maxLength: 255,
+        description:
+          "Run behind this gateway (a site), on whichever of its agents is free; null with no agent_uid: the default placement (NETMON_UNASSIGNED_CHECKS)",
+      },
       device_uid: { type: "string", create: true, maxLength: 255 },
       enabled: { type: "boolean", create: true, update: true, nullable: false, default: true },
       metadata: { type: "object", create: true, update: true, nullable: false, default: {} },
@@ -166,6 +235,10 @@ export const serviceCheckResource = registerResource(
       next_run_at: ro("datetime", { public: false, filterable: false }),
       // No result for three intervals (at least interval + 2 min): the last result is stale.
       is_stale: { type: "boolean", computed: (row) => isStale(row) },
+      profile_id: ro("uuid", {
+        description: "The monitoring profile that manages this check (null: created by hand)",
+      }),
+      profile_check: ro("string", { public: false, filterable: false }),
     },
     defaultSort: "created_at",
     pagination: { styles: ["keyset", "offset"], defaultLimit: 100, maxLimit: 1000 },
@@ -238,6 +311,13 @@ export const serviceCheckResource = registerResource(
     hooks: {
       beforeCreate: async (c, _actor, input) => {
         validateCheck(input, null, c.app.config.monitoring?.allowLinkLocal ?? false);
+        await assertNameFree(
+          c.tx,
+          String(input.name ?? ""),
+          (input.device_uid as string | undefined) ?? null,
+          null,
+        );
+        await assertPlacementExists(c.tx, input);
         // A link to a device that does not exist would never show on any device (issue 13).
         if (typeof input.device_uid === "string" && input.device_uid !== "") {
           const found = await c.tx.one(
@@ -253,10 +333,29 @@ export const serviceCheckResource = registerResource(
           }
         }
       },
-      beforeUpdate: (_c, _actor, before, input) => {
+      beforeUpdate: async (c, _actor, before, input) => {
+        assertEditable(before, input);
+        await assertPlacementExists(c.tx, input);
+        if (typeof input.name === "string" && input.name !== before.name) {
+          await assertNameFree(
+            c.tx,
+            input.name,
+            (before.device_uid as string | null) ?? null,
+            String(before.id),
+          );
+        }
         if (input.config !== undefined) {
           input.config = mergeCheckSecrets(input.config, before.config);
           validateCheckConfig(String(before.check_type), input.config);
+        }
+      },
+      afterWrite: (_c, _actor, event) => {
+        // It would be back within one reconcile pass: the profile or the device's group decides.
+        if (event.action === "delete" && event.before?.profile_id) {
+          throw new ConflictError(
+            "this check is managed by a monitoring profile: remove the device from the profile's group, edit the profile, or disable the check",
+            { code: "managed_by_profile", extra: { profile_id: event.before.profile_id } },
+          );
         }
       },
       // A check that no longer runs cannot recover: its open alerts would stay pending forever.

@@ -42,7 +42,7 @@ describe("gateway claim multiplexing (database)", () => {
   async function dueChecks(n: number, agentUid: string | null): Promise<void> {
     await db.query(sql`
       INSERT INTO service_checks (name, check_type, target, port, agent_uid, next_run_at)
-      SELECT 'c' || g, 'tcp', '127.0.0.1', 80, ${agentUid}, now() - interval '1 second'
+      SELECT 'c' || gen_random_uuid() || '-' || g, 'tcp', '127.0.0.1', 80, ${agentUid}, now() - interval '1 second'
       FROM generate_series(1, ${n}::int) g`);
   }
 

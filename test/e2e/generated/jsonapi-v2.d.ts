@@ -578,7 +578,11 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
-    patch?: never;
+    /**
+     * Move a device into a device group (group_id; null takes it out); everything else comes from ingestion
+     * @description Access: permission devices.update.
+     */
+    patch: operations["device_update"];
     trace?: never;
   };
   "/api/v2/event-rules": {
@@ -1191,6 +1195,58 @@ export interface paths {
     options?: never;
     head?: never;
     patch?: never;
+    trace?: never;
+  };
+  "/api/v2/monitoring-profiles": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List monitoring-profile resources
+     * @description Access: permission services.view.
+     */
+    get: operations["monitoring_profile_index"];
+    put?: never;
+    /**
+     * Create a monitoring profile
+     * @description Access: permission services.create.
+     */
+    post: operations["monitoring_profile_create"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v2/monitoring-profiles/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read one monitoring-profile
+     * @description Access: permission services.view.
+     */
+    get: operations["monitoring_profile_read"];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a monitoring profile; its checks are deleted and their alerts resolved
+     * @description Access: permission services.delete.
+     */
+    delete: operations["monitoring_profile_delete"];
+    options?: never;
+    head?: never;
+    /**
+     * Update a monitoring profile
+     * @description Access: permission services.update.
+     */
+    patch: operations["monitoring_profile_update"];
     trace?: never;
   };
   "/api/v2/notification-channels": {
@@ -5064,7 +5120,10 @@ export interface components {
         metadata?: {
           [key: string]: unknown;
         } | null;
-        /** Format: uuid */
+        /**
+         * Format: uuid
+         * @description The device group (writable: the one member a client sets; monitoring profiles follow it)
+         */
         group_id?: string | null;
       };
       relationships?: {
@@ -6442,6 +6501,153 @@ export interface components {
       partition?: string | components["schemas"]["log-filter-partition"];
       created_at?: string | components["schemas"]["log-filter-created_at"];
       id?: string | components["schemas"]["log-filter-id"];
+    };
+    /** @description Default checks for the devices of a group (optionally narrowed by device type): devices that join are monitored within 10 s, devices that leave lose the checks */
+    "monitoring-profile": {
+      /** @enum {string} */
+      type: "monitoring-profile";
+      id: string;
+      attributes?: {
+        name?: string;
+        description?: string | null;
+        enabled?: boolean;
+        /**
+         * Format: uuid
+         * @description Devices of this group are covered (with device_type, both must match)
+         */
+        group_id?: string | null;
+        device_type?: string | null;
+        /** @description Pin the profile's checks to this agent (null: unassigned placement) */
+        agent_uid?: string | null;
+        /** @description Check templates: {name, check_type, target? ('{ip}' default; '{hostname}' also), port?, interval_seconds?, timeout_seconds?, config?} */
+        checks?: {
+          [key: string]: unknown;
+        }[];
+        devices_matched?: number | null;
+        checks_managed?: number | null;
+        /** @description Devices that already have a check of a template's name (they keep their own) */
+        conflicts?:
+          | {
+              [key: string]: unknown;
+            }[]
+          | null;
+        /** Format: date-time */
+        last_applied_at?: string | null;
+        /** Format: date-time */
+        created_at?: string | null;
+        /** Format: date-time */
+        updated_at?: string | null;
+      };
+      relationships?: Record<string, never>;
+      links?: {
+        self?: string;
+      };
+      meta?: Record<string, never>;
+    };
+    "monitoring-profile-filter-name": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "monitoring-profile-filter-enabled": {
+      eq?: boolean;
+      not_eq?: boolean;
+      greater_than?: boolean;
+      greater_than_or_equal?: boolean;
+      less_than?: boolean;
+      less_than_or_equal?: boolean;
+      in?: boolean[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "monitoring-profile-filter-group_id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "monitoring-profile-filter-device_type": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "monitoring-profile-filter-agent_uid": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "monitoring-profile-filter-id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    /** @description Filter for monitoring-profile (spec 2.5) */
+    "monitoring-profile-filter": {
+      and?: components["schemas"]["monitoring-profile-filter"][];
+      or?: components["schemas"]["monitoring-profile-filter"][];
+      not?: components["schemas"]["monitoring-profile-filter"];
+      name?: string | components["schemas"]["monitoring-profile-filter-name"];
+      enabled?: boolean | components["schemas"]["monitoring-profile-filter-enabled"];
+      group_id?: string | components["schemas"]["monitoring-profile-filter-group_id"];
+      device_type?: string | components["schemas"]["monitoring-profile-filter-device_type"];
+      agent_uid?: string | components["schemas"]["monitoring-profile-filter-agent_uid"];
+      id?: string | components["schemas"]["monitoring-profile-filter-id"];
     };
     /** @description Where notifications go (webhook, email). Credentials are never exposed. */
     "notification-channel": {
@@ -10303,7 +10509,10 @@ export interface components {
         };
         warning_threshold_ms?: number | null;
         critical_threshold_ms?: number | null;
+        /** @description Run only on this agent (wins over gateway_id) */
         agent_uid?: string | null;
+        /** @description Run behind this gateway (a site), on whichever of its agents is free; null with no agent_uid: the default placement (NETMON_UNASSIGNED_CHECKS) */
+        gateway_id?: string | null;
         device_uid?: string | null;
         enabled?: boolean;
         metadata?: {
@@ -10326,6 +10535,11 @@ export interface components {
         /** Format: date-time */
         readonly next_check_at?: string | null;
         readonly is_stale?: boolean | null;
+        /**
+         * Format: uuid
+         * @description The monitoring profile that manages this check (null: created by hand)
+         */
+        profile_id?: string | null;
       };
       relationships?: Record<string, never>;
       links?: {
@@ -10524,6 +10738,21 @@ export interface components {
       like?: string;
       ilike?: string;
     };
+    "service-check-filter-gateway_id": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
     "service-check-filter-device_uid": {
       eq?: string;
       not_eq?: string;
@@ -10607,6 +10836,24 @@ export interface components {
       is_distinct_from?: string;
       is_not_distinct_from?: string;
     };
+    "service-check-filter-profile_id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
     "service-check-filter-id": {
       /** Format: uuid */
       eq?: string;
@@ -10638,6 +10885,7 @@ export interface components {
       port?: number | components["schemas"]["service-check-filter-port"];
       critical_threshold_ms?: number | components["schemas"]["service-check-filter-critical_threshold_ms"];
       agent_uid?: string | components["schemas"]["service-check-filter-agent_uid"];
+      gateway_id?: string | components["schemas"]["service-check-filter-gateway_id"];
       device_uid?: string | components["schemas"]["service-check-filter-device_uid"];
       enabled?: boolean | components["schemas"]["service-check-filter-enabled"];
       metadata?:
@@ -10647,6 +10895,7 @@ export interface components {
         | components["schemas"]["service-check-filter-metadata"];
       last_check_at?: string | components["schemas"]["service-check-filter-last_check_at"];
       last_response_time_ms?: number | components["schemas"]["service-check-filter-last_response_time_ms"];
+      profile_id?: string | components["schemas"]["service-check-filter-profile_id"];
       id?: string | components["schemas"]["service-check-filter-id"];
     };
     /** @description Threshold-over-window alert rules on logs or promoted events */
@@ -13495,6 +13744,55 @@ export interface operations {
       default: components["responses"]["errors"];
     };
   };
+  device_update: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "device";
+            attributes?: {
+              /**
+               * Format: uuid
+               * @description The device group (writable: the one member a client sets; monitoring profiles follow it)
+               */
+              group_id?: string | null;
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["device"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
   event_rule_index: {
     parameters: {
       query?: {
@@ -15176,6 +15474,227 @@ export interface operations {
       default: components["responses"]["errors"];
     };
   };
+  monitoring_profile_index: {
+    parameters: {
+      query?: {
+        /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
+        filter?: components["schemas"]["monitoring-profile-filter"];
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, enabled, group_id, device_type, agent_uid, devices_matched, checks_managed, last_applied_at, created_at, updated_at */
+        sort?: string;
+        /** @description Pagination (offset, keyset); default 100, maximum page size 1000; always applied */
+        page?: {
+          /** @default 100 */
+          limit?: number;
+          count?: boolean;
+          offset?: number;
+          /** @description opaque keyset cursor */
+          after?: string;
+          /** @description opaque keyset cursor */
+          before?: string;
+        };
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["monitoring-profile"][];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  monitoring_profile_create: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "monitoring-profile";
+            attributes: {
+              name: string;
+              description?: string | null;
+              enabled?: boolean;
+              /**
+               * Format: uuid
+               * @description Devices of this group are covered (with device_type, both must match)
+               */
+              group_id?: string | null;
+              device_type?: string | null;
+              /** @description Pin the profile's checks to this agent (null: unassigned placement) */
+              agent_uid?: string | null;
+              /** @description Check templates: {name, check_type, target? ('{ip}' default; '{hostname}' also), port?, interval_seconds?, timeout_seconds?, config?} */
+              checks: {
+                [key: string]: unknown;
+              }[];
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["monitoring-profile"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  monitoring_profile_read: {
+    parameters: {
+      query?: {
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["monitoring-profile"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  monitoring_profile_delete: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  monitoring_profile_update: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "monitoring-profile";
+            attributes?: {
+              name?: string;
+              description?: string | null;
+              enabled?: boolean;
+              /**
+               * Format: uuid
+               * @description Devices of this group are covered (with device_type, both must match)
+               */
+              group_id?: string | null;
+              device_type?: string | null;
+              /** @description Pin the profile's checks to this agent (null: unassigned placement) */
+              agent_uid?: string | null;
+              /** @description Check templates: {name, check_type, target? ('{ip}' default; '{hostname}' also), port?, interval_seconds?, timeout_seconds?, config?} */
+              checks?: {
+                [key: string]: unknown;
+              }[];
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["monitoring-profile"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
   notification_channel_index: {
     parameters: {
       query?: {
@@ -16551,7 +17070,7 @@ export interface operations {
       query?: {
         /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
         filter?: components["schemas"]["service-check-filter"];
-        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at */
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, gateway_id, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at, profile_id */
         sort?: string;
         /** @description Pagination (keyset, offset); default 100, maximum page size 1000; always applied */
         page?: {
@@ -16624,7 +17143,10 @@ export interface operations {
               };
               warning_threshold_ms?: number | null;
               critical_threshold_ms?: number | null;
+              /** @description Run only on this agent (wins over gateway_id) */
               agent_uid?: string | null;
+              /** @description Run behind this gateway (a site), on whichever of its agents is free; null with no agent_uid: the default placement (NETMON_UNASSIGNED_CHECKS) */
+              gateway_id?: string | null;
               device_uid?: string | null;
               enabled?: boolean;
               metadata?: {
@@ -16664,7 +17186,7 @@ export interface operations {
       query?: {
         /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
         filter?: components["schemas"]["service-check-filter"];
-        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at */
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, gateway_id, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at, profile_id */
         sort?: string;
         /** @description Pagination (keyset, offset); default 100, maximum page size 1000; always applied */
         page?: {
@@ -16713,7 +17235,7 @@ export interface operations {
       query?: {
         /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
         filter?: components["schemas"]["service-check-filter"];
-        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at */
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, name, description, check_type, target, port, interval_seconds, timeout_seconds, retries, warning_threshold_ms, critical_threshold_ms, agent_uid, gateway_id, device_uid, enabled, schedule_id, last_check_at, last_result, last_response_time_ms, last_error, consecutive_failures, created_at, updated_at, profile_id */
         sort?: string;
         /** @description Relationship paths to include: (none) */
         include?: string;
@@ -16832,7 +17354,10 @@ export interface operations {
               };
               warning_threshold_ms?: number | null;
               critical_threshold_ms?: number | null;
+              /** @description Run only on this agent (wins over gateway_id) */
               agent_uid?: string | null;
+              /** @description Run behind this gateway (a site), on whichever of its agents is free; null with no agent_uid: the default placement (NETMON_UNASSIGNED_CHECKS) */
+              gateway_id?: string | null;
               enabled?: boolean;
               metadata?: {
                 [key: string]: unknown;

@@ -105,6 +105,10 @@ export function Checks() {
     <>
       <div class="page-head">
         <h1>Checks</h1>
+        <div class="spacer" />
+        <a class="button" href="/checks/profiles">
+          Monitoring profiles
+        </a>
         {can("services.create") && (
           <a class="button primary" href="/checks/new">
             New check
@@ -258,21 +262,29 @@ export function CheckDetail(props: { params?: { id?: string } }) {
         )}
         {can("services.update") && (
           <>
-            <a class="button" href={`/checks/${id}/edit`}>
-              Edit
-            </a>
+            {!c.profile_id && (
+              <a class="button" href={`/checks/${id}/edit`}>
+                Edit
+              </a>
+            )}
             <button type="button" onClick={() => (c.enabled ? setConfirm("disable") : void toggle())}>
               {c.enabled ? "Disable" : "Enable"}
             </button>
           </>
         )}
-        {can("services.delete") && (
+        {can("services.delete") && !c.profile_id && (
           <button type="button" class="danger" onClick={() => setConfirm("delete")}>
             Delete
           </button>
         )}
       </div>
       <ErrorNote error={act.error} />
+      {c.profile_id && (
+        <p class="muted">
+          Managed by a <a href="/checks/profiles">monitoring profile</a>: it follows the profile and the
+          device's group. You can disable it here; edit the profile to change it.
+        </p>
+      )}
       <Confirm
         open={confirm !== ""}
         title={confirm === "delete" ? `Delete “${text(c.name)}”?` : `Disable “${text(c.name)}”?`}
@@ -306,8 +318,14 @@ export function CheckDetail(props: { params?: { id?: string } }) {
             <dd>{text(c.interval_seconds)} s</dd>
             <dt>Timeout</dt>
             <dd>{text(c.timeout_seconds)} s</dd>
-            <dt>Agent</dt>
-            <dd>{text(c.agent_uid ?? "any")}</dd>
+            <dt>Runs on</dt>
+            <dd>
+              {c.agent_uid
+                ? `agent ${text(c.agent_uid)}`
+                : c.gateway_id
+                  ? `any agent behind gateway ${text(c.gateway_id)}`
+                  : "the default placement"}
+            </dd>
             <dt>Device</dt>
             <dd>
               {c.device_uid ? (
@@ -422,6 +440,8 @@ export function CheckEdit(props: { params?: { id?: string } }) {
           attrs.critical_threshold_ms = crit === "" ? null : Number(crit);
           const agent = String(f.get("agent_uid") ?? "").trim();
           attrs.agent_uid = agent === "" ? null : agent;
+          const gateway = String(f.get("gateway_id") ?? "").trim();
+          attrs.gateway_id = gateway === "" ? null : gateway;
           const config: R = { ...cfg };
           for (const fld of CONFIG_FIELDS[checkType] ?? []) {
             const v = configValue(fld.kind, f.get(`config.${fld.name}`));
@@ -519,9 +539,17 @@ export function CheckEdit(props: { params?: { id?: string } }) {
           label="Agent"
           name="agent_uid"
           error={act.error}
-          hint="Empty: any agent (the embedded one by default)"
+          hint="Empty: behind the gateway below, or this server's embedded agent"
         >
           <input id="f-agent_uid" name="agent_uid" defaultValue={String(c?.agent_uid ?? "")} />
+        </Field>
+        <Field
+          label="Gateway (site)"
+          name="gateway_id"
+          error={act.error}
+          hint="Any free agent behind this gateway runs it; an agent above wins"
+        >
+          <input id="f-gateway_id" name="gateway_id" defaultValue={String(c?.gateway_id ?? "")} />
         </Field>
         <fieldset>
           <legend>{TYPES.find(([v]) => v === checkType)?.[1]} settings</legend>

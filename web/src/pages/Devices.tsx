@@ -214,6 +214,41 @@ function AddDevice(props: { onAdded: () => void }) {
   );
 }
 
+/** The device's group; moving it applies (or removes) the group's monitoring profiles. */
+function GroupPicker(props: { uid: string; groupId: string | null; editable: boolean; onMoved: () => void }) {
+  const groups = usePoll(() => v2.list("device-groups", { "page[limit]": "1000" }), 0, []);
+  const act = useAction();
+  const rows = groups.data?.rows ?? [];
+  const current = rows.find((g) => g.id === props.groupId);
+  if (!props.editable) return <>{text(current?.name ?? (props.groupId ? props.groupId : "none"))}</>;
+  return (
+    <>
+      <select
+        aria-label="Device group"
+        value={props.groupId ?? ""}
+        disabled={act.busy}
+        onChange={(e) => {
+          const value = e.currentTarget.value;
+          void act.run(async () => {
+            await v2.update(`devices/${encodeURIComponent(props.uid)}`, "device", props.uid, {
+              group_id: value === "" ? null : value,
+            });
+            props.onMoved();
+          });
+        }}
+      >
+        <option value="">(no group)</option>
+        {rows.map((g) => (
+          <option key={String(g.id)} value={String(g.id)}>
+            {text(g.name)}
+          </option>
+        ))}
+      </select>
+      <ErrorNote error={act.error} />
+    </>
+  );
+}
+
 export function DeviceDetail(props: { uid?: string; params?: { uid?: string } }) {
   const uid = decodeURIComponent(props.params?.uid ?? props.uid ?? "");
   const can = useCan();
@@ -322,6 +357,19 @@ export function DeviceDetail(props: { uid?: string; params?: { uid?: string } })
             </dd>
             <dt>Sources</dt>
             <dd>{text(d.discovery_sources)}</dd>
+            <dt>Group</dt>
+            <dd>
+              <GroupPicker
+                uid={uid}
+                groupId={(d.group_id as string | null) ?? null}
+                editable={can("devices.update")}
+                onMoved={() => {
+                  device.reload();
+                  // The group's profiles apply on the server's next pass (within 10 s).
+                  for (const ms of [1500, 6000, 12_000]) window.setTimeout(() => checks.reload(), ms);
+                }}
+              />
+            </dd>
             <dt>Partition</dt>
             <dd>{text(d.partition)}</dd>
             <dt>First seen</dt>

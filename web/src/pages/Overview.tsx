@@ -33,16 +33,28 @@ function latestPerKey(rows: R[], key: string): R[] {
   return [...out.values()];
 }
 
+/**
+ * "This host" is one agent's host: the embedded agent's when it reports, else the agent that
+ * reported last. Every series is filtered by that agent, so a second agent's samples never mix in.
+ */
 async function loadHost() {
-  const [cpu, mem, memNow, disks, procs] = await Promise.all([
-    srql("in:cpu_metrics time:last_30m bucket:30s agg:avg value_field:usage_percent"),
-    srql("in:memory_metrics time:last_30m bucket:30s agg:avg value_field:usage_percent"),
-    srql("in:memory_metrics time:last_30m sort:timestamp:desc limit:1"),
-    srql("in:disk_metrics time:last_5m sort:timestamp:desc limit:100"),
-    srql("in:process_metrics time:last_5m sort:timestamp:desc limit:20"),
+  const recent = await srql("in:memory_metrics time:last_30m sort:timestamp:desc limit:50");
+  const pick =
+    recent.results.find((r) => String(r.agent_id ?? "").startsWith("embedded-")) ?? recent.results[0];
+  if (!pick) return null;
+  const agent = `agent_id:"${String(pick.agent_id).replace(/["\\]/g, "")}"`;
+  const [cpu, mem, disks, procs] = await Promise.all([
+    srql(`in:cpu_metrics ${agent} time:last_30m bucket:30s agg:avg value_field:usage_percent`),
+    srql(`in:memory_metrics ${agent} time:last_30m bucket:30s agg:avg value_field:usage_percent`),
+    srql(`in:disk_metrics ${agent} time:last_5m sort:timestamp:desc limit:100`),
+    srql(`in:process_metrics ${agent} time:last_5m sort:timestamp:desc limit:20`),
   ]);
+  const memNow = { results: [pick] };
   const latestTs = procs.results[0]?.timestamp;
   return {
+    agent: String(pick.agent_id),
+    hostName: String(pick.host_id ?? ""),
+    deviceId: pick.device_id ? String(pick.device_id) : null,
     cpu: toSeries(cpu.results, "CPU %"),
     mem: toSeries(mem.results, "Memory %"),
     memNow: memNow.results[0],
@@ -154,6 +166,17 @@ export function Overview() {
       </div>
 
       <h2>This host</h2>
+      {h && (
+        <p class="muted">
+          {h.hostName} as reported by agent {h.agent}
+          {h.deviceId && (
+            <>
+              {" "}
+              · <a href={`/devices/${encodeURIComponent(h.deviceId)}`}>its device</a>
+            </>
+          )}
+        </p>
+      )}
       {host.error && <p class="error">{host.error}</p>}
       <div class="grid">
         <Card title="CPU" wide>

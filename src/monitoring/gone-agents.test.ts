@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestContext } from "../../test/helpers/context.ts";
+import type { AppContext } from "../kernel/context.ts";
+import { sql } from "../storage/sql.ts";
+import { agentOperation, markSilent, registerAgent, registerGateway } from "./fleet.ts";
+import { clearPlaceableAlerts, endJobsOfGoneAgents } from "./gone-agents.ts";
+import { claimJobs, startJob } from "./jobs.ts";
+import { scheduleDue } from "./scheduler.ts";
+
+describe("jobs of an agent that is gone", () => {
+  let ctx: AppContext;
+  let clock = Date.parse("2026-11-24T12:00:00Z");
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    ctx.now = () => new Date(clock);
+  });
+  afterAll(async () => {
+    await ctx?.db.close();
+  });
+
+  const check = (id: string) =>
+    ctx.db.one<{ last_result: string | null; last_error: string | null; inflight_job_id: string | null }>(
+      sql`SELECT last_result, last_error, inflight_job_id FROM service_checks WHERE id = ${id}`,
+    );
+  const job = (checkId: string) =>
+    ctx.db.one<{
+      status: string;
+      error_code: string | null;
+      error_message: string | null;
+      retry_count: number;
+    }>(
+      sql`SELECT status, error_code, error_message, retry_count FROM poll_jobs
+          WHERE ${checkId}::uuid = ANY(check_ids) ORDER BY inserted_at DESC LIMIT 1`,
+    );
+  const openAlerts = () =>
+    ctx.db.many<{ title: string; service_check_id: string; severity: string }>(
+      sql`SELECT title, service_check_id, severity FROM alerts
+          WHERE status IN ('pending', 'acknowledged', 'escalated') ORDER BY title`,
+    );
+
+  it("retry a running unpinned job elsewhere, end a pinned one as unknown with the reason, and alert", async () => {
+    await registerGateway(ctx, "gw-1", {});
+    for (const uid of ["ag-dead", "ag-alive"]) {
+      await registerAgent(ctx, uid, {});
+      await agentOperation(ctx, uid, "establish_connection", { gateway_id: "gw-1" });
+    }
+    const at = new Date(clock);
+    const [pinned, free, ghost] = await ctx.db.many<{ id: string }>(sql`
+      INSERT INTO service_checks (name, check_type, target, interval_seconds, agent_uid, next_run_at)
+      VALUES ('pinned to the dead agent', 'tcp', '127.0.0.1', 60, 'ag-dead', ${at}),
+             ('may run anywhere', 'tcp', '127.0.0.1', 60, NULL, ${at}),
+             ('pinned to an agent not yet installed', 'tcp', '127.0.0.1', 60, 'ag-later', ${at})
+      RETURNING id`);
+    if (!pinned || !free || !ghost) throw new Error("checks not created");
+    await scheduleDue(ctx, {});
+    // The unpinned job is claimed and started by the agent that is about to die; the pinned job
+    // stays pending (its agent never claims again).
+    const claimed = await claimJobs(ctx, { gatewayId: "gw-1", agentUids: ["ag-alive-later"], max: 10 });
+    const freeJob = claimed.find((j) => j.checks.some((c) => c.id === free.id));
+    if (!freeJob) throw new Error("the unpinned job was not claimable");
+    await startJob(ctx, freeJob.id, "ag-dead");
+
+    // Nothing happens while the agents heartbeat (and the unregistered agent has its grace).
+    expect(await endJobsOfGoneAgents(ctx, 60)).toEqual({ retried: 0, ended: 0, alerted: 0 });
+
+    clock += 120_000;
+    await registerAgent(ctx, "ag-alive", {}); // still heartbeating
+    await agentOperation(ctx, "ag-alive", "establish_connection", { gateway_id: "gw-1" }).catch(() => {});
+    expect((await markSilent(ctx, 60)).agents).toContain("ag-dead");
+    const out = await endJobsOfGoneAgents(ctx, 60);
+    expect(out).toEqual({ retried: 1, ended: 2, alerted: 2 });
+
+    // The unpinned job went back to pending for another agent, with the reason kept on the check.
+    expect(await job(free.id)).toMatchObject({ status: "pending", retry_count: 1 });
+    expect((await check(free.id))?.inflight_job_id).not.toBeNull();
+
+    // The pinned checks are unknown with the reason, never their last success; their jobs ended.
+    expect(await check(pinned.id)).toMatchObject({
+      last_result: "unknown",
+      last_error: "not run: agent ag-dead is disconnected",
+      inflight_job_id: null,
+    });
+    expect(await job(pinned.id)).toMatchObject({
+      status: "cancelled",
+      error_message: "agent ag-dead is disconnected",
+    });
+    expect(await check(ghost.id)).toMatchObject({
+      last_result: "unknown",
+      last_error: "not run: agent ag-later is not registered",
+    });
+    expect(await openAlerts()).toEqual([
+      {
+        title: "pinned to an agent not yet installed: cannot run, agent ag-later is not registered",
+        service_check_id: ghost.id,
+        severity: "warning",
+      },
+      {
+        title: "pinned to the dead agent: cannot run, agent ag-dead is disconnected",
+        service_check_id: pinned.id,
+        severity: "warning",
+      },
+    ]);
+    // A second sweep finds nothing new to end and opens nothing twice.
+    expect(await endJobsOfGoneAgents(ctx, 60)).toEqual({ retried: 0, ended: 0, alerted: 0 });
+
+    // The dead agent returns: its check's alert resolves; the ghost's stays.
+    expect(await clearPlaceableAlerts(ctx)).toBe(0);
+    await registerAgent(ctx, "ag-dead", {});
+    await agentOperation(ctx, "ag-dead", "establish_connection", { gateway_id: "gw-1" });
+    expect(await clearPlaceableAlerts(ctx)).toBe(1);
+    expect((await openAlerts()).map((a) => a.service_check_id)).toEqual([ghost.id]);
+    // Moving the ghost's check off its pin resolves the last one.
+    await ctx.db.query(sql`UPDATE service_checks SET agent_uid = NULL WHERE id = ${ghost.id}`);
+    expect(await clearPlaceableAlerts(ctx)).toBe(1);
+    expect(await openAlerts()).toEqual([]);
+  });
+});
+
+describe("checks placed on a gateway", () => {
+  let ctx: AppContext;
+  let clock = Date.parse("2026-11-24T12:00:00Z");
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    ctx.now = () => new Date(clock);
+  });
+  afterAll(async () => {
+    await ctx?.db.close();
+  });
+
+  it("go only to that gateway, never to the default agent, and end as unknown when it goes offline", async () => {
+    await registerGateway(ctx, "gw-site-a", {});
+    await registerGateway(ctx, "gw-site-b", {});
+    const at = new Date(clock);
+    const [placed] = await ctx.db.many<{ id: string }>(sql`
+      INSERT INTO service_checks (name, check_type, target, interval_seconds, gateway_id, next_run_at)
+      VALUES ('behind site a', 'tcp', '127.0.0.1', 60, 'gw-site-a', ${at}) RETURNING id`);
+    if (!placed) throw new Error("check not created");
+    // The embedded default placement does not capture a gateway-placed check.
+    await scheduleDue(ctx, { defaultAgentUid: "embedded-host" });
+    const job = await ctx.db.one<{ target_agent_uid: string | null; target_gateway_id: string | null }>(
+      sql`SELECT target_agent_uid, target_gateway_id FROM poll_jobs WHERE ${placed.id}::uuid = ANY(check_ids)`,
+    );
+    expect(job).toEqual({ target_agent_uid: null, target_gateway_id: "gw-site-a" });
+    expect(await claimJobs(ctx, { gatewayId: "gw-site-b", agentUids: ["ag-b"], max: 10 })).toEqual([]);
+
+    // Site a goes offline before claiming: the job ends, the check is unknown, an alert says why.
+    clock += 120_000;
+    expect((await markSilent(ctx, 60)).gateways).toContain("gw-site-a");
+    await registerGateway(ctx, "gw-site-b", {}); // b is still alive
+    const out = await endJobsOfGoneAgents(ctx, 60);
+    expect(out).toMatchObject({ ended: 1, alerted: 1 });
+    const c = await ctx.db.one<{ last_result: string; last_error: string }>(
+      sql`SELECT last_result, last_error FROM service_checks WHERE id = ${placed.id}`,
+    );
+    expect(c).toEqual({ last_result: "unknown", last_error: "not run: gateway gw-site-a is offline" });
+    // Site a is back: the alert resolves; the next job is claimable by site a only.
+    await registerGateway(ctx, "gw-site-a", {});
+    expect(await clearPlaceableAlerts(ctx)).toBe(1);
+    await scheduleDue(ctx, {});
+    expect(await claimJobs(ctx, { gatewayId: "gw-site-b", agentUids: ["ag-b"], max: 10 })).toEqual([]);
+    const claimed = await claimJobs(ctx, { gatewayId: "gw-site-a", agentUids: ["ag-a"], max: 10 });
+    expect(claimed.map((j) => j.checks.map((k) => k.id))).toEqual([[placed.id]]);
+  });
+});
