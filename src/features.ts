@@ -7,6 +7,7 @@ import { jsonapiFeature } from "./jsonapi/feature.ts";
 import type { Feature } from "./kernel/feature.ts";
 import { createMcpFeature } from "./mcp/feature.ts";
 import { createMonitoringFeature } from "./monitoring/feature.ts";
+import { createOpsFeature } from "./ops/feature.ts";
 import { srqlFeature } from "./srql/feature.ts";
 import { createStorageMaintenanceFeature } from "./storage/maintenance.ts";
 import { createTelemetryFeature } from "./telemetry/feature.ts";
@@ -18,6 +19,9 @@ import { createTelemetryFeature } from "./telemetry/feature.ts";
 export function allFeatures(): Feature[] {
   return [
     createAccessFeature(),
+    // Self-metrics and backups. Its request-counting hook is a root hook, so it counts every
+    // route, including those access registered before it (checked by self-metrics.test.ts).
+    createOpsFeature(),
     healthFeature,
     createInventoryFeature(),
     srqlFeature,

@@ -5,7 +5,8 @@ import { allFeatures } from "./features.ts";
 import { buildApp } from "./http/app.ts";
 import type { AppContext } from "./kernel/context.ts";
 import type { Feature } from "./kernel/feature.ts";
-import { createLogger, type Logger } from "./kernel/logger.ts";
+import { chooseLogFormat, createLogger, type Logger } from "./kernel/logger.ts";
+import { Metrics } from "./kernel/metrics.ts";
 import { loadOrCreateSecretKey } from "./kernel/secret-key.ts";
 import type { Db } from "./storage/db.ts";
 import { migrate } from "./storage/migrate.ts";
@@ -30,7 +31,13 @@ export interface RunningServer {
 
 /** Open storage, migrate, build the HTTP edge, listen, then start background features. */
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
-  const log = opts.logger ?? createLogger(config.logLevel, opts.logDestination);
+  // A given destination (tests) is not a terminal: pretty only when asked for explicitly.
+  const format = opts.logDestination
+    ? config.logFormat === "pretty"
+      ? "pretty"
+      : "json"
+    : chooseLogFormat(config.logFormat, Boolean(process.stdout.isTTY));
+  const log = opts.logger ?? createLogger(config.logLevel, opts.logDestination, format);
   const secretKey = loadOrCreateSecretKey(config.secretKeyFile);
   const db = opts.db ?? (await openDatabase(config));
   const ownsDb = !opts.db;
@@ -43,7 +50,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     throw err;
   }
 
-  const ctx: AppContext = { config, db, log, secretKey, now: () => new Date() };
+  const ctx: AppContext = { config, db, log, secretKey, now: () => new Date(), metrics: new Metrics() };
   const features = opts.features ?? allFeatures();
   const app = await buildApp(ctx, features);
 

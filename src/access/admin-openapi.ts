@@ -57,6 +57,19 @@ export function adminOpenApiDocument(baseUrl: string): Record<string, unknown> {
           },
         }),
       },
+      "/api/admin/backup": {
+        get: op(
+          "instance",
+          "A consistent backup of the database (the `netmon backup` file format, without the secret key)",
+          {
+            "200": {
+              description:
+                "gzip'd JSON lines, streamed from one snapshot; restore with `netmon restore FILE` (docs/operations.md)",
+              content: { "application/gzip": { schema: { type: "string", format: "binary" } } },
+            },
+          },
+        ),
+      },
       "/api/admin/users": {
         get: op(
           "users",

@@ -73,6 +73,7 @@ export const PERMISSIONS: readonly PermissionDef[] = [
   p("settings", "settings.rbac.manage", A, "Manage users, role profiles and API keys"),
   p("settings", "settings.auth.manage", A, "Manage authentication settings"),
   p("settings", "settings.edge.manage", A, "Manage edge onboarding"),
+  p("settings", "metrics.read", A, "Read netmon's own metrics (GET /metrics, GET /health/detail)"),
   p("cli", "cli.dashboard.publish", A, "Publish dashboard packages"),
   p("cli", "cli.dashboard.enable", A, "Enable dashboard packages"),
   p("cli", "cli.dashboard.disable", A, "Disable dashboard packages"),

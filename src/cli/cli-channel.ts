@@ -27,6 +27,9 @@ export const FORWARDABLE: ReadonlySet<string> = new Set([
   "query",
   "devices",
   "notifications",
+  // A consistent backup from the server's own open database (issue 19). Never restore or
+  // db copy: they replace or read a whole database and need the server stopped.
+  "backup",
 ]);
 const MAX_REQUEST_BYTES = 1_000_000;
 /** Unix socket paths are limited to 107 bytes on Linux. */

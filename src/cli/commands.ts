@@ -3,6 +3,7 @@ import { notificationsCommand } from "../alerting/cli.ts";
 import { devicesCommand } from "../inventory/cli.ts";
 import { mcpCommand } from "../mcp/cli.ts";
 import { agentCommand, gatewayCommand } from "../monitoring/cli.ts";
+import { backupCommand, dbCommand, restoreCommand } from "../ops/cli.ts";
 import { queryCommand } from "../srql/cli.ts";
 import type { Command } from "./command.ts";
 import { migrateCommand } from "./migrate.ts";
@@ -20,4 +21,7 @@ export const COMMANDS: Command[] = [
   agentCommand,
   notificationsCommand,
   mcpCommand,
+  backupCommand,
+  restoreCommand,
+  dbCommand,
 ];

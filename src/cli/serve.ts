@@ -1,6 +1,6 @@
 import { loadConfig } from "../config/config.ts";
 import { redactUrl } from "../config/parsers.ts";
-import { createLogger } from "../kernel/logger.ts";
+import { chooseLogFormat, createLogger } from "../kernel/logger.ts";
 import { startServer } from "../server.ts";
 import { startCliChannel } from "./cli-channel.ts";
 import type { Command } from "./command.ts";
@@ -16,7 +16,11 @@ requests finish (up to NETMON_SHUTDOWN_TIMEOUT), then the database is closed.
 A second signal exits at once.`,
   async run() {
     const config = loadConfig();
-    const log = createLogger(config.logLevel);
+    const log = createLogger(
+      config.logLevel,
+      undefined,
+      chooseLogFormat(config.logFormat, Boolean(process.stdout.isTTY)),
+    );
     const server = await startServer(config, { logger: log });
     // The CLI's local channel: commands run here while this process holds the embedded database.
     const { runCommand } = await import("./run.ts");

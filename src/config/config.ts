@@ -43,6 +43,12 @@ export const VARIABLES = {
     default: "info",
     description: "Log level (fatal, error, warn, info, debug, trace, silent)",
   }),
+  NETMON_LOG_FORMAT: v({
+    parse: oneOf("auto", "json", "pretty"),
+    default: "auto",
+    description:
+      "Log format: json (one object per line), pretty (coloured, for people) or auto (pretty when stdout is a terminal, JSON otherwise)",
+  }),
   NETMON_SECRET_KEY_FILE: v({
     parse: str,
     description: "File holding the signing/encryption key; generated on first start when unset",
@@ -105,6 +111,12 @@ export const VARIABLES = {
     parse: (s: string) => s,
     default: "netmon@localhost",
     description: "Sender address of netmon's own mail",
+  }),
+  NETMON_TOKEN: v({
+    parse: (s: string) => s,
+    description:
+      "For CLI commands that call a running server (netmon backup --server): an admin's bearer token",
+    secret: true,
   }),
   NETMON_MCP_ENABLED: v({
     parse: bool,
@@ -302,6 +314,7 @@ export interface Config {
   dbPoolSize: number;
   baseUrl: string;
   logLevel: ValueOf<"NETMON_LOG_LEVEL">;
+  logFormat: ValueOf<"NETMON_LOG_FORMAT">;
   secretKeyFile: string;
   bodyLimit: number;
   shutdownTimeoutSeconds: number;
@@ -315,6 +328,8 @@ export interface Config {
   mcpToken: string | undefined;
   /** netmon's own outgoing mail (password reset); unset = off. */
   mail: { smtpUrl: string | undefined; from: string };
+  /** NETMON_TOKEN: bearer token for CLI commands that call a running server. */
+  token: string | undefined;
   redisUrl: string | undefined;
   embeddedAgent: boolean;
   monitoring: {
@@ -388,6 +403,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolSize: r.NETMON_DB_POOL_SIZE,
     baseUrl: (r.NETMON_BASE_URL ?? `http://localhost:${r.PORT}`).replace(/\/+$/, ""),
     logLevel: r.NETMON_LOG_LEVEL,
+    logFormat: r.NETMON_LOG_FORMAT,
     secretKeyFile: path.resolve(r.NETMON_SECRET_KEY_FILE ?? path.join(dataDir, "secret.key")),
     bodyLimit: r.NETMON_BODY_LIMIT,
     shutdownTimeoutSeconds: r.NETMON_SHUTDOWN_TIMEOUT,
@@ -399,6 +415,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mcpEnabled: r.NETMON_MCP_ENABLED,
     mcpToken: r.NETMON_MCP_TOKEN,
     mail: { smtpUrl: r.NETMON_SMTP_URL, from: r.NETMON_MAIL_FROM },
+    token: r.NETMON_TOKEN,
     rateLimitAuthFailures: r.NETMON_RATE_LIMIT_AUTH_FAILURES,
     redisUrl: r.REDIS_URL,
     embeddedAgent: r.NETMON_EMBEDDED_AGENT,

@@ -51,9 +51,10 @@ export async function buildApp(ctx: AppContext, features: readonly Feature[]): P
     if (closing) reply.header("connection", "close");
   });
   app.addHook("onResponse", async (request, reply) => {
-    // Probes hit /health every few seconds: keep them out of info-level logs.
-    const level = request.url.startsWith("/health") ? "debug" : "info";
-    request.log[level](
+    // One line per request at debug (issue 19): at info they drowned everything else, and
+    // request counts and latencies are in /metrics. Server errors are still logged at error
+    // by the error handler, with the request id.
+    request.log.debug(
       { req: request, res: reply, responseTime: Math.round(reply.elapsedTime * 100) / 100 },
       "request completed",
     );

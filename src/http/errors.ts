@@ -6,9 +6,10 @@ import {
   isAppError,
   NotFoundError,
   PayloadTooLargeError,
+  ServiceUnavailableError,
   UnsupportedMediaTypeError,
 } from "../kernel/errors.ts";
-import { DbError, isDiskFull } from "../storage/db-error.ts";
+import { DbError, isConnectionLoss, isDiskFull } from "../storage/db-error.ts";
 
 export const JSONAPI_MEDIA_TYPE = "application/vnd.api+json";
 
@@ -66,6 +67,14 @@ export function toAppError(err: unknown): AppError | null {
       "the database cannot write: the disk holding its data is full. Free space; netmon recovers without a restart",
       "Insufficient storage",
       { headers: { "retry-after": "60" } },
+    );
+  }
+  if (isConnectionLoss(err)) {
+    // PostgreSQL restarting or unreachable (issue 19): a retry is the client's move. A write
+    // answered this way was not acknowledged; one cut off during its commit may have landed.
+    return new ServiceUnavailableError(
+      "the database is not reachable right now (restarting or down); retry shortly",
+      { code: "database_unavailable", headers: { "retry-after": "5" } },
     );
   }
   if (err instanceof DbError && err.code && (err.code.startsWith("22") || err.code === "54001")) {

@@ -719,6 +719,8 @@ export async function ingestSightings(
     });
   }
   const result = await ctx.db.transaction((tx) => applySightings(tx, sightings, now));
+  ctx.metrics?.sightings.inc({ source: "api", outcome: "created" }, result.created);
+  ctx.metrics?.sightings.inc({ source: "api", outcome: "updated" }, result.updated);
   const unknown = unknownFields(updates as unknown[]);
   return Object.keys(unknown).length > 0 ? { ...result, unknown_fields: { ...unknown } } : result;
 }

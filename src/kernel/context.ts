@@ -1,6 +1,7 @@
 import type { Config } from "../config/config.ts";
 import type { Db } from "../storage/db.ts";
 import type { Logger } from "./logger.ts";
+import type { Metrics } from "./metrics.ts";
 
 /**
  * What every domain receives: configuration, storage, logging, the instance secret and a
@@ -14,4 +15,6 @@ export interface AppContext {
   now: () => Date;
   /** The HTTP endpoints this core really listens on (set once listening; port 0 resolved). */
   listening?: { host: string; port: number }[];
+  /** Self-metrics (set by the server; absent in CLI commands, where nothing scrapes them). */
+  metrics?: Metrics;
 }

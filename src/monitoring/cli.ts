@@ -5,7 +5,7 @@
 import { flag, type ParsedArgs, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
 import { loadConfig } from "../config/config.ts";
-import { createLogger, type Logger } from "../kernel/logger.ts";
+import { chooseLogFormat, createLogger, type Logger } from "../kernel/logger.ts";
 import { Agent } from "./runtime/agent.ts";
 import { Gateway } from "./runtime/gateway.ts";
 import { httpGatewayLink, startGatewayServer } from "./runtime/gateway-server.ts";
@@ -71,7 +71,11 @@ Environment: NETMON_CORE_URL, NETMON_GATEWAY_TOKEN instead of the flags.`,
     const m = /^(.*):(\d+)$/.exec(listen);
     if (!m) throw new UsageError("--listen must be HOST:PORT");
     const config = loadConfig();
-    const log = createLogger(config.logLevel);
+    const log = createLogger(
+      config.logLevel,
+      undefined,
+      chooseLogFormat(config.logFormat, Boolean(process.stdout.isTTY)),
+    );
     const who = await retrying(log, "contacting the core", () =>
       callJson<{ kind: string; name: string }>(coreUrl, token, "GET", `${CONTROL_PREFIX}/whoami`),
     );
@@ -124,7 +128,11 @@ variables (NETMON_CHECK_ALLOW_LINK_LOCAL, NETMON_CUSTOM_CHECK_ALLOWLIST) apply h
     if (!Number.isInteger(concurrency) || concurrency < 1)
       throw new UsageError("--concurrency must be a positive integer");
     const config = loadConfig();
-    const log = createLogger(config.logLevel);
+    const log = createLogger(
+      config.logLevel,
+      undefined,
+      chooseLogFormat(config.logFormat, Boolean(process.stdout.isTTY)),
+    );
     const link = httpGatewayLink(gatewayUrl, token);
     const heartbeatSeconds = Number(flag(args, "heartbeat-seconds") ?? 10);
     const agent = new Agent({

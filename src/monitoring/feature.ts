@@ -77,7 +77,15 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
         if (busy || stopped) return;
         busy = true;
         try {
-          if (!release) release = await ctx.db.tryAdvisoryLock(SCHEDULER_LOCK_KEY);
+          if (!release) {
+            const held = await ctx.db.tryAdvisoryLock(SCHEDULER_LOCK_KEY, (err) => {
+              // The lock went with its connection (PostgreSQL restarted): lead again only
+              // after winning it again, so two replicas never both believe they lead.
+              if (release === held) release = null;
+              ctx.log.warn({ err }, "scheduler leadership lost with its database connection");
+            });
+            release = held;
+          }
           if (!release) return; // another replica leads
           const r = await scheduleDue(ctx, { defaultAgentUid });
           if (r.jobs > 0) jobSignal(ctx).emit("jobs");

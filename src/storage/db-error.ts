@@ -23,6 +23,27 @@ export const SQLSTATE = {
   deadlockDetected: "40P01",
 } as const;
 
+/**
+ * The database is unreachable or went away: SQLSTATE class 08 (connection exceptions) and
+ * 57P01–57P03 (the server is shutting down, crashed or starting). A restart of PostgreSQL
+ * produces these; the HTTP edge answers them with 503 and Retry-After (issue 19), and the
+ * pool reconnects by itself once the server is back.
+ */
+export function isConnectionLoss(err: unknown): boolean {
+  if (!(err instanceof DbError) || !err.code) return false;
+  return err.code.startsWith("08") || err.code === "57P01" || err.code === "57P02" || err.code === "57P03";
+}
+
+/** Driver-level failures without a SQLSTATE (socket errors, pool timeouts), as SQLSTATE 08006. */
+const CONNECTION_FAILURE =
+  /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN)$|Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down)/i;
+
+export function connectionFailureCode(code: string | undefined, message: string): string | undefined {
+  if (code && /^[0-9A-Z]{5}$/.test(code)) return code;
+  if ((code && CONNECTION_FAILURE.test(code)) || CONNECTION_FAILURE.test(message)) return "08006";
+  return code;
+}
+
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return (
     err instanceof DbError &&

@@ -31,6 +31,18 @@ export interface Session extends Queryable {
 export type DbKind = "pglite" | "postgres";
 
 /**
+ * Connection use at this instant, for self-metrics. PostgreSQL: the pool's connections
+ * (`total`, `idle`) and callers waiting for one (`waiting`). PGlite: one connection;
+ * `waiting` is the statements and transactions queued behind the one running.
+ */
+export interface DbStats {
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
+}
+
+/**
  * The one storage interface. Both backends run the same SQL (the common subset of
  * PostgreSQL 15 and 18) with the same type parsing:
  * int8 → number, numeric → string, timestamptz → Date, json/jsonb → parsed value, arrays → arrays.
@@ -46,10 +58,14 @@ export interface Db extends Queryable {
   withAdvisoryLock<T>(key: bigint, fn: (conn: Session) => Promise<T>): Promise<T>;
   /**
    * Try to take a session-level advisory lock without waiting; returns a release function
-   * or null when another session holds it. The lock lives as long as the connection is held.
+   * or null when another session holds it. The lock lives as long as the connection is held:
+   * `onLost` is called if that connection dies (a PostgreSQL restart), after which the
+   * holder is no longer the leader and should try again.
    */
-  tryAdvisoryLock(key: bigint): Promise<(() => Promise<void>) | null>;
+  tryAdvisoryLock(key: bigint, onLost?: (err: Error) => void): Promise<(() => Promise<void>) | null>;
   ping(): Promise<void>;
+  /** Connection use now (self-metrics). */
+  stats(): DbStats;
   close(): Promise<void>;
 }
 

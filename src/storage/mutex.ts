@@ -1,6 +1,12 @@
 /** A FIFO async mutex. PGlite has one connection, so transactions must not interleave. */
 export class Mutex {
   private tail: Promise<void> = Promise.resolve();
+  #queued = 0;
+
+  /** Callers holding or waiting for the mutex (self-metrics: the PGlite queue depth). */
+  get queued(): number {
+    return this.#queued;
+  }
 
   async acquire(): Promise<() => void> {
     let release!: () => void;
@@ -9,8 +15,15 @@ export class Mutex {
     });
     const prev = this.tail;
     this.tail = prev.then(() => next);
+    this.#queued++;
     await prev;
-    return release;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.#queued--;
+      release();
+    };
   }
 
   async run<T>(fn: () => Promise<T>): Promise<T> {

@@ -316,13 +316,18 @@ export async function dispatchDueDeliveries(ctx: AppContext, opts: DeliveryOptio
   const worker = async () => {
     while (next < claimed.length) {
       const d = claimed[next++] as DeliveryRow;
+      let outcome: DeliveryOutcome = "failed";
       try {
-        await deliverOne(ctx, d, opts);
+        outcome = await deliverOne(ctx, d, opts);
       } catch (err) {
         ctx.log.error({ err, delivery_id: d.id }, "notification delivery crashed");
         await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'failed', last_error = 'internal error',
           updated_at = ${ctx.now()} WHERE id = ${d.id}`);
       }
+      ctx.metrics?.deliveries.inc({
+        provider: typeof d.provider === "string" ? d.provider : "unknown",
+        outcome,
+      });
     }
   };
   await Promise.all(
@@ -331,7 +336,10 @@ export async function dispatchDueDeliveries(ctx: AppContext, opts: DeliveryOptio
   return claimed.length;
 }
 
-async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions): Promise<void> {
+/** What one delivery attempt ended as (self-metrics label; `retry`: pending again with backoff). */
+type DeliveryOutcome = "sent" | "retry" | "failed" | "suppressed" | "cancelled";
+
+async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions): Promise<DeliveryOutcome> {
   const channel = d.channel_id
     ? await ctx.db.one<ChannelRow>(sql`SELECT * FROM notification_channels WHERE id = ${d.channel_id}`)
     : undefined;
@@ -342,18 +350,18 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
   if (!channel || !alert) {
     await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'cancelled', last_error = 'channel or alert gone',
       updated_at = ${ctx.now()} WHERE id = ${d.id}`);
-    return;
+    return "cancelled";
   }
   if (!channel.enabled) {
     await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'suppressed', suppression_reason = 'channel_disabled',
       updated_at = ${ctx.now()} WHERE id = ${d.id}`);
-    return;
+    return "suppressed";
   }
   const silence = await activeSilenceFor(ctx, alert);
   if (silence) {
     await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'suppressed',
       suppression_reason = ${`silenced:${silence.id}`}, next_attempt_at = NULL, updated_at = ${ctx.now()} WHERE id = ${d.id}`);
-    return;
+    return "suppressed";
   }
   const payload = buildPayload(d, alert, await payloadContext(ctx, alert));
   const timeoutMs = opts.timeoutMs ?? 10_000;
@@ -370,7 +378,7 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
       WHERE id = ${d.alert_id}`);
     await ctx.db.query(sql`UPDATE notification_channels SET health = 'healthy', last_success_at = ${now}, updated_at = ${now}
       WHERE id = ${channel.id}`);
-    return;
+    return "sent";
   }
   const retry = out.retryable && d.attempts < d.max_attempts;
   await ctx.db.query(sql`UPDATE notification_channels SET health = ${retry ? "degraded" : "failing"}, last_failure_at = ${now},
@@ -379,7 +387,7 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
     const next = new Date(now.getTime() + backoffMs(d.attempts, opts));
     await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'pending', next_attempt_at = ${next},
       last_error = ${out.error ?? null}, response_status = ${out.status ?? null}, updated_at = ${now} WHERE id = ${d.id}`);
-    return;
+    return "retry";
   }
   await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'failed', next_attempt_at = NULL,
     last_error = ${out.error ?? null}, response_status = ${out.status ?? null}, updated_at = ${now} WHERE id = ${d.id}`);
@@ -393,6 +401,7 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
       FROM notification_channels c WHERE c.id = ${channel.fallback_channel_id}
       ON CONFLICT DO NOTHING`);
   }
+  return "failed";
 }
 
 /**

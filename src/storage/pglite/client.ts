@@ -2,7 +2,14 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import fs from "node:fs";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import { DatabaseLockedError, type Db, type QueryResult, type Session, type Tx } from "../db.ts";
+import {
+  DatabaseLockedError,
+  type Db,
+  type DbStats,
+  type QueryResult,
+  type Session,
+  type Tx,
+} from "../db.ts";
 import { DbError, noteDbError } from "../db-error.ts";
 import { Mutex } from "../mutex.ts";
 import { BaseQueryable, FnQueryable, FnSession } from "../queryable.ts";
@@ -190,6 +197,11 @@ export class PgliteDb extends BaseQueryable implements Db {
 
   async ping(): Promise<void> {
     await this.query("SELECT 1");
+  }
+
+  stats(): DbStats {
+    const queued = this.mutex.queued;
+    return { total: 1, idle: queued === 0 ? 1 : 0, waiting: Math.max(0, queued - 1), max: 1 };
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,6 @@
 import pg from "pg";
-import type { Db, QueryResult, Session, Tx } from "../db.ts";
-import { DbError, noteDbError } from "../db-error.ts";
+import type { Db, DbStats, QueryResult, Session, Tx } from "../db.ts";
+import { connectionFailureCode, DbError, noteDbError } from "../db-error.ts";
 import { BaseQueryable, FnQueryable, FnSession } from "../queryable.ts";
 import type { SqlQuery } from "../sql.ts";
 
@@ -22,9 +22,11 @@ const types = {
 
 function wrap(err: unknown): DbError {
   const e = err as { message?: string; code?: string; detail?: string; constraint?: string };
-  return noteDbError(
-    new DbError(e.message ?? String(err), { code: e.code, detail: e.detail, constraint: e.constraint }),
-  );
+  const message = e.message ?? String(err);
+  // Socket errors and pool timeouts carry no SQLSTATE: name them 08006 so callers and the
+  // HTTP edge see one kind of "the database went away" on both backends.
+  const code = connectionFailureCode(e.code, message);
+  return noteDbError(new DbError(message, { code, detail: e.detail, constraint: e.constraint }));
 }
 
 async function runOn(client: pg.ClientBase | pg.Pool, q: SqlQuery): Promise<QueryResult> {
@@ -54,9 +56,11 @@ export interface PostgresOptions {
 export class PostgresDb extends BaseQueryable implements Db {
   readonly kind = "postgres" as const;
   readonly pool: pg.Pool;
+  readonly #max: number;
 
   private constructor(opts: PostgresOptions) {
     super();
+    this.#max = opts.poolSize ?? 10;
     this.pool = new pg.Pool({
       connectionString: opts.connectionString,
       max: opts.poolSize ?? 10,
@@ -84,7 +88,7 @@ export class PostgresDb extends BaseQueryable implements Db {
   }
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    const client = await this.connect();
+    const { client, release } = await this.checkout();
     try {
       await runOn(client, { text: "BEGIN", values: [] });
       const result = await fn(new FnQueryable((q) => runOn(client, q)));
@@ -94,12 +98,12 @@ export class PostgresDb extends BaseQueryable implements Db {
       await runOn(client, { text: "ROLLBACK", values: [] }).catch(() => {});
       throw err;
     } finally {
-      client.release();
+      release();
     }
   }
 
   async withAdvisoryLock<T>(key: bigint, fn: (conn: Session) => Promise<T>): Promise<T> {
-    const client = await this.connect();
+    const { client, release } = await this.checkout();
     try {
       await runOn(client, { text: "SELECT pg_advisory_lock($1)", values: [key.toString()] });
       try {
@@ -118,33 +122,72 @@ export class PostgresDb extends BaseQueryable implements Db {
         );
       }
     } finally {
-      client.release();
+      release();
     }
   }
 
-  async tryAdvisoryLock(key: bigint): Promise<(() => Promise<void>) | null> {
-    const client = await this.connect();
+  async tryAdvisoryLock(key: bigint, onLost?: (err: Error) => void): Promise<(() => Promise<void>) | null> {
+    let held = false;
+    const { client, release } = await this.checkout((err) => {
+      // The session holding the lock is gone (PostgreSQL restarted, the connection dropped):
+      // so is the lock. Give the dead connection back (destroyed) and tell the holder, so it
+      // stops acting as the leader.
+      if (!held) return;
+      held = false;
+      release();
+      onLost?.(err);
+    });
     try {
       const r = await runOn(client, {
         text: "SELECT pg_try_advisory_lock($1) AS ok",
         values: [key.toString()],
       });
       if (r.rows[0]?.ok !== true) {
-        client.release();
+        release();
         return null;
       }
     } catch (err) {
-      client.release();
+      release();
       throw err;
     }
+    held = true;
     let released = false;
     return async () => {
       if (released) return;
       released = true;
+      held = false;
       await runOn(client, { text: "SELECT pg_advisory_unlock($1)", values: [key.toString()] }).catch(
         () => {},
       );
-      client.release();
+      release();
+    };
+  }
+
+  /**
+   * A pooled connection for exclusive use. While it is checked out, the pool's own error
+   * listener is off: without ours, a connection dying under a held client (a PostgreSQL
+   * restart) would be an unhandled 'error' event and crash the process. A broken connection
+   * is destroyed on release instead of going back to the pool.
+   */
+  private async checkout(
+    onError?: (err: Error) => void,
+  ): Promise<{ client: pg.PoolClient; release: () => void }> {
+    const client = await this.connect();
+    let broken: Error | undefined;
+    const listener = (err: Error) => {
+      broken = err;
+      onError?.(err);
+    };
+    client.on("error", listener);
+    let done = false;
+    return {
+      client,
+      release: () => {
+        if (done) return;
+        done = true;
+        client.off("error", listener);
+        client.release(broken ?? false);
+      },
     };
   }
 
@@ -158,6 +201,15 @@ export class PostgresDb extends BaseQueryable implements Db {
 
   async ping(): Promise<void> {
     await this.query("SELECT 1");
+  }
+
+  stats(): DbStats {
+    return {
+      total: this.pool.totalCount,
+      idle: this.pool.idleCount,
+      waiting: this.pool.waitingCount,
+      max: this.#max,
+    };
   }
 
   private closed = false;
