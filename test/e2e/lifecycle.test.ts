@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { allFeatures } from "../../src/features.ts";
 import { healthFeature } from "../../src/http/routes/health.ts";
 import type { Feature } from "../../src/kernel/feature.ts";
@@ -166,6 +166,10 @@ describe("the netmon process", () => {
     };
     if (process.env.NETMON_TEST_DATABASE_URL) env.DATABASE_URL = await createPgDatabase(false);
     const child = spawn(process.execPath, [bin, "serve"], { env: { ...process.env, ...env } });
+    // A failing assertion must not leave the server running.
+    onTestFinished(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    });
     let out = "";
     const url = await new Promise<string>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 45_000);

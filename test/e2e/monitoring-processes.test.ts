@@ -10,7 +10,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { SYSTEM_ACTOR } from "../../src/access/actor.ts";
 import { createApiToken, issueControlPlaneToken, TOKEN_SCOPES } from "../../src/access/tokens.ts";
 import { insertUser } from "../../src/access/users.ts";
@@ -453,6 +453,7 @@ describe("core, gateway and agent as separate processes", () => {
         NETMON_SHUTDOWN_TIMEOUT: "4s",
       },
     );
+    onTestFinished(() => stopProc(stopping, "SIGKILL"));
     expect(await stopping.line("NETMON_AGENT_UID=")).toBe("agent-a");
     await stopProc(agentB); // only agent-a takes the work for now
     const ids: string[] = [];
