@@ -99,9 +99,10 @@ describe("password reset by mail", () => {
       (mails[0]?.body ?? "").replace(/=\r?\n/g, ""),
     )?.[1] as string;
     expect(link).toBeDefined();
-    const form = await server.fetch(link);
+    const form = await server.fetch(link, { headers: { accept: "text/html" } });
     expect(form.status).toBe(200);
     expect(await form.text()).toContain("Choose a new password");
+    expect(await (await server.fetch(link)).json()).toEqual({ status: "valid" });
 
     const tooShort = await json(server, link, { password: "short" });
     expect(tooShort.status).toBe(400);
@@ -116,6 +117,9 @@ describe("password reset by mail", () => {
     expect(again.status).toBe(400);
     expect(((await again.json()) as { error: string }).error).toBe("invalid_reset_link");
     expect((await server.fetch(link)).status).toBe(400);
+    const usedPage = await server.fetch(link, { headers: { accept: "text/html" } });
+    expect(usedPage.status).toBe(400);
+    expect(await usedPage.text()).toContain("already used");
   });
 
   it("refuses an expired link", async () => {
@@ -135,8 +139,11 @@ describe("password reset by mail", () => {
 
   it("says clearly when the server cannot send mail, and only then", async () => {
     const r = await json(noMail, "/auth/password-reset", { email: "whoever@example.test" });
-    expect(r.status).toBe(503);
+    expect(r.status).toBe(404);
     expect(((await r.json()) as { error: string }).error).toBe("mail_not_configured");
+    const pageWithoutMail = await noMail.fetch("/auth/password-reset");
+    expect(pageWithoutMail.status).toBe(200);
+    expect(await pageWithoutMail.text()).toContain("not configured");
     expect(await (await noMail.fetch("/users/log-in")).text()).not.toContain("Forgot your password?");
     expect(await (await server.fetch("/users/log-in")).text()).toContain("Forgot your password?");
     const bad = await json(server, "/auth/password-reset", { email: "" });

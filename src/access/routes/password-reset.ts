@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppContext } from "../../kernel/context.ts";
-import { InvalidRequestError, RateLimitedError, ServiceUnavailableError } from "../../kernel/errors.ts";
+import { InvalidRequestError, NotFoundError, RateLimitedError } from "../../kernel/errors.ts";
 import { checkOrigin } from "../csrf.ts";
 import { mailConfigured, requestPasswordReset, resetLinkValid, resetPassword } from "../password-reset.ts";
 import type { RateLimiter } from "../rate-limit.ts";
@@ -14,8 +14,9 @@ const SENT =
   "If an account with that email may sign in with a password, a reset link is on its way. It works once, for one hour.";
 const TOKEN = /^[A-Za-z0-9_-]{20,100}$/;
 
+// A feature switched off, not a server fault: 404 with a code saying why (never a 5xx).
 const mailNotConfigured = () =>
-  new ServiceUnavailableError(
+  new NotFoundError(
     "password reset by mail is not configured on this server (NETMON_SMTP_URL); ask an administrator",
     { code: "mail_not_configured" },
   );
@@ -50,6 +51,8 @@ const newPasswordForm = (token: string, error = "") =>
 <button type="submit">Set the password</button></form>`,
   );
 
+const wantsHtml = (r: FastifyRequest) => /\btext\/html\b/.test(String(r.headers.accept ?? ""));
+
 const isForm = (r: FastifyRequest) =>
   (r.headers["content-type"] ?? "").startsWith("application/x-www-form-urlencoded");
 
@@ -68,7 +71,7 @@ export async function passwordResetRoutes(
     if (!mailConfigured(ctx)) {
       return html(
         reply,
-        503,
+        200,
         page("Reset your password", `<p class="error">${escapeHtml(mailNotConfigured().message)}</p>`),
       );
     }
@@ -101,7 +104,13 @@ export async function passwordResetRoutes(
     { config: publicPage },
     async (request, reply) => {
       const token = request.params.token;
-      if (!TOKEN.test(token) || !(await resetLinkValid(ctx, token))) {
+      const valid = TOKEN.test(token) && (await resetLinkValid(ctx, token));
+      // A browser gets a page; any other client the documented JSON shapes.
+      if (!wantsHtml(request)) {
+        if (!valid) resetPasswordInvalid();
+        return reply.header("cache-control", "no-store").send({ status: "valid" });
+      }
+      if (!valid) {
         return html(
           reply,
           400,
