@@ -345,6 +345,92 @@ describe("notification channels, test-send, quick routes and the delivery log", 
     expect(expired.doc.data.attributes.state).toBe("expired");
   });
 
+  it("silences by device group and by check name, read from the inventory at notification time", async () => {
+    const group = await v2(admin, "POST", "/device-groups", {
+      data: { type: "device-group", attributes: { name: "core-switches", type: "custom" } },
+    });
+    expect(group.status, JSON.stringify(group.doc)).toBe(201);
+    const groupId = group.doc.data.id as string;
+    const ingest = await server.fetch("/api/v1/device-updates", {
+      method: "POST",
+      headers: { ...authHeaders(admin), "content-type": "application/json" },
+      body: JSON.stringify({
+        updates: [
+          { ip: "10.77.0.1", hostname: "core-sw-1", source: "manual" },
+          { ip: "10.77.0.2", hostname: "edge-rtr-1", source: "manual" },
+        ],
+      }),
+    });
+    const uids = ((await ingest.json()) as { data: { results: { uid: string }[] } }).data.results.map(
+      (r) => r.uid,
+    );
+    const [inGroup, outside] = uids as [string, string];
+    const moved = await v2(admin, "PATCH", `/devices/${encodeURIComponent(inGroup)}`, {
+      data: { type: "device", id: inGroup, attributes: { group_id: groupId } },
+    });
+    expect(moved.status, JSON.stringify(moved.doc)).toBe(200);
+
+    const unknownRoot = await v2(admin, "POST", "/alert-silences", {
+      data: {
+        type: "alert-silence",
+        attributes: { matchers: { group: "core-switches" }, ends_at: "2099-01-01T00:00:00Z", comment: "x" },
+      },
+    });
+    expect(unknownRoot.status).toBe(422);
+    expect(unknownRoot.doc.errors[0].detail).toMatch(/device\. or check\./);
+
+    const silence = await v2(admin, "POST", "/alert-silences", {
+      data: {
+        type: "alert-silence",
+        attributes: {
+          matchers: {
+            any: [{ "device.group": "Core-Switches" }, { field: "check.name", matches: "^backup-" }],
+          },
+          ends_at: new Date(Date.now() + 3_600_000).toISOString(),
+          comment: "core switch maintenance",
+        },
+      },
+    });
+    expect(silence.status, JSON.stringify(silence.doc)).toBe(201);
+    const silenceId = silence.doc.data.id as string;
+    const check = await v2(admin, "POST", "/service-checks", {
+      data: {
+        type: "service-check",
+        attributes: { name: "backup-nas", check_type: "tcp", target: "127.0.0.1", port: 9, enabled: false },
+      },
+    });
+    expect(check.status, JSON.stringify(check.doc)).toBe(201);
+
+    hits.length = 0;
+    const alert = (title: string, attrs: Record<string, unknown>) =>
+      v2(admin, "POST", "/alerts", {
+        data: { type: "alert", attributes: { title, severity: "critical", ...attrs } },
+      });
+    const grouped = await alert("core-sw-1 unreachable", { device_uid: inGroup });
+    const byCheck = await alert("backup-nas refused", { service_check_id: check.doc.data.id });
+    const loud = await alert("edge-rtr-1 unreachable", { device_uid: outside });
+    expect([grouped.status, byCheck.status, loud.status]).toEqual([201, 201, 201]);
+    await waitFor(
+      async () => hits.find((h) => h.body.includes("edge-rtr-1 unreachable")),
+      "the loud webhook",
+    );
+    for (const quiet of [grouped, byCheck]) {
+      const entry = await waitFor(async () => {
+        const r = await v2(
+          admin,
+          "GET",
+          `/notification-deliveries?filter[alert_id][eq]=${quiet.doc.data.id}`,
+        );
+        return r.doc.data?.[0]?.attributes.status === "suppressed" ? r.doc.data[0].attributes : null;
+      }, "the silenced delivery");
+      expect(entry.suppression_reason).toBe(`silenced:${silenceId}`);
+    }
+    expect(hits.some((h) => h.body.includes("core-sw-1") || h.body.includes("backup-nas"))).toBe(false);
+    await v2(admin, "PATCH", `/alert-silences/${silenceId}/expire`, {
+      data: { type: "alert-silence", id: silenceId },
+    });
+  });
+
   it("deletes a channel; its delivery history stays", async () => {
     const del = await v2(admin, "DELETE", `/notification-channels/${channelId}`);
     expect([200, 204]).toContain(del.status);

@@ -22,8 +22,8 @@ import {
 } from "../../kernel/net/outbound-policy.ts";
 import { sql } from "../../storage/sql.ts";
 import type { AlertRow } from "../types.ts";
+import { alertMatchContext } from "./match-context.ts";
 import { evaluateMatchExpression } from "./match-expression.ts";
-import { alertContext } from "./routing.ts";
 import { renderWebhookBody } from "./webhook-templates.ts";
 
 export interface DeliveryOptions {
@@ -458,6 +458,6 @@ export async function activeSilenceFor(ctx: AppContext, alert: AlertRow): Promis
     sql`SELECT id, matchers FROM alert_silences WHERE starts_at <= ${now} AND ends_at > ${now} ORDER BY ends_at DESC LIMIT 1000`,
   );
   if (silences.length === 0) return null;
-  const context = alertContext(alert);
+  const context = await alertMatchContext(ctx.db, alert);
   return silences.find((s) => evaluateMatchExpression(s.matchers, context)) ?? null;
 }

@@ -21,11 +21,11 @@ function fail(msg: string, pointer: string): never {
 }
 
 /**
- * Field paths are read from `{alert: {...}, device: {...}}`: a path outside those roots can
+ * Field paths are read from `{alert, device, check}` (match-context.ts): a path outside those roots can
  * never match, so a route saved with `{"severity": "critical"}` would silently never fire
  * (issue 13). Refused with the fix in the message.
  */
-const FIELD_ROOTS = ["alert.", "device."];
+const FIELD_ROOTS = ["alert.", "device.", "check."];
 
 function checkFieldPath(
   path: string,
@@ -34,7 +34,7 @@ function checkFieldPath(
 ): void {
   if (!FIELD_ROOTS.some((r) => path.startsWith(r) && path.length > r.length)) {
     fail(
-      `field '${path}' matches nothing: field paths start with alert. or device. (e.g. alert.${path.replace(/^(alert|device)\.?/, "") || "severity"})`,
+      `field '${path}' matches nothing: field paths start with alert., device. or check. (e.g. alert.${path.replace(/^(alert|device|check)\.?/, "") || "severity"})`,
       pointer,
     );
   }

@@ -15,6 +15,7 @@ import type { Queryable } from "../../storage/db.ts";
 import { sql } from "../../storage/sql.ts";
 import { recordPolicyEscalation } from "../lifecycle.ts";
 import type { AlertRow } from "../types.ts";
+import { alertMatchContext, alertOnlyContext } from "./match-context.ts";
 import { evaluateMatchExpression } from "./match-expression.ts";
 
 interface RouteRow {
@@ -28,17 +29,9 @@ interface RouteRow {
   [key: string]: unknown;
 }
 
-export function alertContext(alert: AlertRow): Record<string, unknown> {
-  const { incident_key: _k, ...rest } = alert;
-  return {
-    alert: { ...rest, alert_class: alert.metadata?.alert_class ?? alert.source_type },
-    device: { uid: alert.device_uid },
-  };
-}
-
 function renderDedupeKey(tpl: string | null, alert: AlertRow): string {
   if (!tpl) return "";
-  const ctx = alertContext(alert);
+  const ctx = alertOnlyContext(alert);
   return tpl.replace(/\{\{\s*([a-zA-Z0-9_.]+)\s*\}\}/g, (_m, p: string) => {
     let cur: unknown = ctx;
     for (const part of p.split("."))
@@ -52,7 +45,8 @@ export async function matchingRoutes(q: Queryable, alert: AlertRow): Promise<Rou
   const routes = await q.many<RouteRow>(
     sql`SELECT * FROM notification_routes WHERE enabled ORDER BY priority ASC, id ASC`,
   );
-  const ctx = alertContext(alert);
+  if (routes.length === 0) return [];
+  const ctx = await alertMatchContext(q, alert);
   const out: RouteRow[] = [];
   for (const r of routes) {
     if (!evaluateMatchExpression(r.match_expression ?? {}, ctx)) continue;

@@ -37,6 +37,7 @@ function Silences() {
     15_000,
     [],
   );
+  const groups = usePoll(() => v2.list("device-groups", { sort: "name", "page[limit]": "200" }), 60_000, []);
   const act = useAction();
   const [open, setOpen] = useState(false);
   return (
@@ -102,6 +103,7 @@ function Silences() {
               if (get("severity")) preds.push({ field: "alert.severity", equals: get("severity") });
               if (get("device_uid")) preds.push({ field: "alert.device_uid", equals: get("device_uid") });
               if (get("check_id")) preds.push({ field: "alert.service_check_id", equals: get("check_id") });
+              if (get("group_id")) preds.push({ field: "device.group_id", equals: get("group_id") });
               const starts = get("starts_at") ? new Date(get("starts_at")) : new Date();
               const ends = new Date(starts.getTime() + Number(get("duration")) * 1000);
               const saved = await act.run(() =>
@@ -137,6 +139,16 @@ function Silences() {
             </Field>
             <Field label="Check id" name="check_id" error={act.error}>
               <input id="f-check_id" name="check_id" />
+            </Field>
+            <Field label="Device group" name="group_id" error={act.error} hint="Every device in the group">
+              <select id="f-group_id" name="group_id">
+                <option value="">any</option>
+                {(groups.data?.rows ?? []).map((g) => (
+                  <option key={g.id} value={g.id}>
+                    {text(g.name)}
+                  </option>
+                ))}
+              </select>
             </Field>
             <Field
               label="Starts"
