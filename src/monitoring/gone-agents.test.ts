@@ -162,3 +162,83 @@ describe("checks placed on a gateway", () => {
     expect(claimed.map((j) => j.checks.map((k) => k.id))).toEqual([[placed.id]]);
   });
 });
+
+describe("checks placed on a pool of agents by label", () => {
+  let ctx: AppContext;
+  let clock = Date.parse("2026-11-24T12:00:00Z");
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    ctx.now = () => new Date(clock);
+  });
+  afterAll(async () => {
+    await ctx?.db.close();
+  });
+
+  const label = (uid: string, labels: Record<string, string>) =>
+    ctx.db.query(sql`UPDATE agents SET labels = ${JSON.stringify(labels)}::jsonb WHERE uid = ${uid}`);
+
+  it("go only to agents carrying every label, never to the default agent, and say so when the pool is empty", async () => {
+    await registerGateway(ctx, "gw-1", {});
+    for (const uid of ["ag-dc1", "ag-dc2", "ag-dc2-edge"]) {
+      await registerAgent(ctx, uid, {});
+      await agentOperation(ctx, uid, "establish_connection", { gateway_id: "gw-1" });
+    }
+    await label("ag-dc1", { site: "dc1" });
+    await label("ag-dc2", { site: "dc2" });
+    await label("ag-dc2-edge", { site: "dc2", role: "edge" });
+    const at = new Date(clock);
+    const [edge, dc3] = await ctx.db.many<{ id: string }>(sql`
+      INSERT INTO service_checks (name, check_type, target, interval_seconds, agent_labels, next_run_at)
+      VALUES ('edge in dc2', 'tcp', '127.0.0.1', 60, '{"role": "edge", "site": "dc2"}', ${at}),
+             ('somewhere in dc3', 'tcp', '127.0.0.1', 60, '{"site": "dc3"}', ${at})
+      RETURNING id`);
+    if (!edge || !dc3) throw new Error("checks not created");
+    await scheduleDue(ctx, { defaultAgentUid: "embedded-host" });
+    const jobs = await ctx.db.many<{ target_agent_uid: string | null; target_agent_labels: unknown }>(
+      sql`SELECT target_agent_uid, target_agent_labels FROM poll_jobs ORDER BY target_agent_labels::text`,
+    );
+    expect(jobs).toEqual([
+      { target_agent_uid: null, target_agent_labels: { role: "edge", site: "dc2" } },
+      { target_agent_uid: null, target_agent_labels: { site: "dc3" } },
+    ]);
+    // A gateway fronting only agents without the labels claims nothing.
+    expect(await claimJobs(ctx, { gatewayId: "gw-1", agentUids: ["ag-dc1", "ag-dc2"], max: 10 })).toEqual([]);
+    // With a matching agent among its waiters, the job names who may run it.
+    const claimed = await claimJobs(ctx, {
+      gatewayId: "gw-1",
+      agentUids: ["ag-dc1", "ag-dc2", "ag-dc2-edge"],
+      max: 10,
+    });
+    expect(claimed.map((j) => [j.checks.map((c) => c.id), j.eligible_agent_uids])).toEqual([
+      [[edge.id], ["ag-dc2-edge"]],
+    ]);
+
+    // Nobody carries site=dc3: after the grace the check is unknown and an alert says why.
+    expect(await endJobsOfGoneAgents(ctx, 60)).toMatchObject({ ended: 0, alerted: 0 });
+    clock += 120_000;
+    for (const uid of ["ag-dc1", "ag-dc2", "ag-dc2-edge"]) await registerAgent(ctx, uid, {});
+    const out = await endJobsOfGoneAgents(ctx, 60);
+    expect(out).toMatchObject({ ended: 1, alerted: 1 });
+    const c = await ctx.db.one<{ last_result: string; last_error: string }>(
+      sql`SELECT last_result, last_error FROM service_checks WHERE id = ${dc3.id}`,
+    );
+    expect(c).toEqual({
+      last_result: "unknown",
+      last_error: "not run: no connected agent has the labels site=dc3",
+    });
+    const alert = await ctx.db.one<{ title: string; description: string }>(
+      sql`SELECT title, description FROM alerts WHERE service_check_id = ${dc3.id} AND status = 'pending'`,
+    );
+    expect(alert?.title).toBe("somewhere in dc3: cannot run, no connected agent has the labels site=dc3");
+    expect(alert?.description).toContain("the agents labelled site=dc3");
+    // An operator labels an agent dc3: the alert resolves and the next job is claimable by it.
+    await label("ag-dc1", { site: "dc3" });
+    expect(await clearPlaceableAlerts(ctx)).toBe(1);
+    clock += 60_000;
+    await scheduleDue(ctx, {});
+    const next = await claimJobs(ctx, { gatewayId: "gw-1", agentUids: ["ag-dc1", "ag-dc2"], max: 10 });
+    expect(next.map((j) => [j.checks.map((k) => k.id), j.eligible_agent_uids])).toEqual([
+      [[dc3.id], ["ag-dc1"]],
+    ]);
+  });
+});

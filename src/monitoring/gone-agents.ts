@@ -3,6 +3,7 @@ import { clearAlertsFor, raiseAlert } from "../alerting/raise.ts";
 import type { AppContext } from "../kernel/context.ts";
 import type { Queryable } from "../storage/db.ts";
 import { sql } from "../storage/sql.ts";
+import { describeLabels } from "./labels.ts";
 import { canRetry, type PollJobStatus, transitionJob } from "./poll-job-state.ts";
 
 /**
@@ -104,6 +105,33 @@ export async function endJobsOfGoneAgents(
       ctx.log.debug({ err, job: j.id }, "job changed while ending it for a gone gateway");
     }
   }
+  // Pooled jobs (agent_labels) wait for nothing when no live agent carries the labels: the same
+  // grace as an unregistered agent, then ended the same way. Labels can be set after the check.
+  const unpooled = await ctx.db.many<{
+    id: string;
+    labels: Record<string, string>;
+    gateway: string | null;
+  }>(sql`
+    SELECT j.id, j.target_agent_labels AS labels, j.target_gateway_id AS gateway
+    FROM poll_jobs j
+    WHERE j.status = 'pending' AND j.target_agent_labels IS NOT NULL AND j.inserted_at < ${graceCutoff}
+      AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.status = ANY(${ALIVE}::text[])
+                        AND a.labels @> j.target_agent_labels
+                        AND (j.target_gateway_id IS NULL OR a.gateway_id = j.target_gateway_id))
+    LIMIT 1000`);
+  for (const j of unpooled) {
+    const why = `no connected agent${j.gateway ? ` of gateway ${j.gateway}` : ""} has the labels ${describeLabels(j.labels)}`;
+    try {
+      const released = await ctx.db.transaction(async (tx) => {
+        const job = await transitionJob(tx, j.id, { op: "cancel", reason: why }, now);
+        return releaseAsUnknown(tx, job.id, why, now);
+      });
+      ended++;
+      for (const id of released) unplaceable.set(id, why);
+    } catch (err) {
+      ctx.log.debug({ err, job: j.id }, "job changed while ending it for an empty pool");
+    }
+  }
   let alerted = 0;
   for (const [checkId, why] of unplaceable) {
     const check = await ctx.db.one<{
@@ -111,9 +139,16 @@ export async function endJobsOfGoneAgents(
       device_uid: string | null;
       agent_uid: string | null;
       gateway_id: string | null;
-    }>(sql`SELECT name, device_uid, agent_uid, gateway_id FROM service_checks WHERE id = ${checkId}`);
+      agent_labels: Record<string, string> | null;
+    }>(
+      sql`SELECT name, device_uid, agent_uid, gateway_id, agent_labels FROM service_checks WHERE id = ${checkId}`,
+    );
     if (!check) continue;
-    const where = check.agent_uid ? `agent ${check.agent_uid}` : `gateway ${check.gateway_id}`;
+    const where = check.agent_uid
+      ? `agent ${check.agent_uid}`
+      : check.agent_labels
+        ? `the agents labelled ${describeLabels(check.agent_labels)}`
+        : `gateway ${check.gateway_id}`;
     const { created } = await raiseAlert(
       ctx,
       {
@@ -145,7 +180,7 @@ async function releaseAsUnknown(tx: Queryable, jobId: string, why: string, now: 
   return rows.map((r) => r.id);
 }
 
-/** Resolve "unplaceable" alerts of checks whose agent or gateway is alive again, or no longer pinned. */
+/** Resolve "unplaceable" alerts of checks whose agent, gateway or pool is alive again, or no longer pinned. */
 export async function clearPlaceableAlerts(ctx: AppContext): Promise<number> {
   const back = await ctx.db.many<{ id: string }>(sql`
     SELECT c.id FROM service_checks c
@@ -154,7 +189,10 @@ export async function clearPlaceableAlerts(ctx: AppContext): Promise<number> {
       AND (c.agent_uid IS NULL OR EXISTS (SELECT 1 FROM agents ag
              WHERE ag.uid = c.agent_uid AND ag.status = ANY(${ALIVE}::text[])))
       AND (c.agent_uid IS NOT NULL OR c.gateway_id IS NULL OR EXISTS (SELECT 1 FROM gateways g
-             WHERE g.gateway_id = c.gateway_id AND g.status = ANY(${GATEWAY_ALIVE}::text[])))`);
+             WHERE g.gateway_id = c.gateway_id AND g.status = ANY(${GATEWAY_ALIVE}::text[])))
+      AND (c.agent_uid IS NOT NULL OR c.agent_labels IS NULL OR EXISTS (SELECT 1 FROM agents ag
+             WHERE ag.status = ANY(${ALIVE}::text[]) AND ag.labels @> c.agent_labels
+               AND (c.gateway_id IS NULL OR ag.gateway_id = c.gateway_id)))`);
   let n = 0;
   for (const c of back) {
     n += (

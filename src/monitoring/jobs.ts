@@ -17,6 +17,7 @@ import type { SnmpInterface } from "./checks/snmp-interfaces.ts";
 import { CHECK_STATUSES, type CheckResult, type CheckSpec, FAILING_STATUSES } from "./checks/types.ts";
 import { deriveDeviceAvailability } from "./device-availability.ts";
 import { recordInterfaces } from "./interfaces.ts";
+import { labelsMatch } from "./labels.ts";
 import {
   canRetry,
   type PollJobRow,
@@ -44,6 +45,11 @@ export interface JobPayload {
   schedule_id: string;
   timeout_seconds: number;
   target_agent_uid: string | null;
+  /**
+   * A pooled job (check with agent_labels): the claiming gateway's agents that carry the
+   * labels, decided at claim time; the gateway hands the job only to one of them.
+   */
+  eligible_agent_uids?: string[];
   due_at: string | null;
   retry_count: number;
   checks: JobCheck[];
@@ -110,6 +116,8 @@ export async function claimJobs(
       WHERE status = 'pending' AND available_at <= ${now}
         AND (target_agent_uid IS NULL OR target_agent_uid = ANY(${[...opts.agentUids]}::text[]))
         AND (target_gateway_id IS NULL OR target_gateway_id = ${opts.gatewayId})
+        AND (target_agent_labels IS NULL OR EXISTS (SELECT 1 FROM agents a
+               WHERE a.uid = ANY(${[...opts.agentUids]}::text[]) AND a.labels @> poll_jobs.target_agent_labels))
       ORDER BY priority DESC, available_at, inserted_at
       LIMIT ${max} FOR UPDATE SKIP LOCKED`);
     if (rows.length === 0) return [];
@@ -120,7 +128,20 @@ export async function claimJobs(
       { op: "dispatch", gatewayId: opts.gatewayId },
       now,
     );
-    return loadPayloads(tx, jobs);
+    const payloads = await loadPayloads(tx, jobs);
+    const pooled = jobs.filter((j) => j.target_agent_labels && !j.target_agent_uid);
+    if (pooled.length === 0) return payloads;
+    const agents = await tx.many<{ uid: string; labels: unknown }>(
+      sql`SELECT uid, labels FROM agents WHERE uid = ANY(${[...opts.agentUids]}::text[])`,
+    );
+    const selectors = new Map(pooled.map((j) => [j.id, j.target_agent_labels]));
+    for (const p of payloads) {
+      if (!selectors.has(p.id)) continue;
+      p.eligible_agent_uids = agents
+        .filter((a) => labelsMatch(a.labels, selectors.get(p.id)))
+        .map((a) => a.uid);
+    }
+    return payloads;
   });
 }
 

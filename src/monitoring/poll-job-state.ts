@@ -70,6 +70,7 @@ export interface PollJobRow {
   metadata: Record<string, unknown> | null;
   target_agent_uid: string | null;
   target_gateway_id: string | null;
+  target_agent_labels?: Record<string, string> | null;
   available_at: Date;
   inserted_at: Date;
   updated_at: Date;

@@ -123,7 +123,7 @@ export async function reconcileProfiles(
     SELECT p.id AS profile_id, lower(t.spec->>'name') AS profile_check, t.spec, d.uid AS device_uid,
            replace(replace(coalesce(t.spec->>'target', '{ip}'), '{ip}', d.ip),
                    '{hostname}', coalesce(nullif(d.hostname, ''), d.ip)) AS target,
-           p.agent_uid
+           p.agent_uid, p.agent_labels
     FROM monitoring_profiles p
       CROSS JOIN LATERAL jsonb_array_elements(p.checks) AS t(spec)
       JOIN devices d ON d.deleted_at IS NULL AND d.ip IS NOT NULL AND d.ip <> ''
@@ -144,6 +144,7 @@ export async function reconcileProfiles(
       timeout_seconds = coalesce((w.spec->>'timeout_seconds')::int, 10),
       config = coalesce(w.spec->'config', '{}'::jsonb),
       agent_uid = w.agent_uid,
+      agent_labels = w.agent_labels,
       updated_at = ${now}
     FROM (${want}) w
     WHERE c.profile_id = w.profile_id AND c.device_uid = w.device_uid AND c.profile_check = w.profile_check
@@ -152,15 +153,16 @@ export async function reconcileProfiles(
         OR c.interval_seconds IS DISTINCT FROM coalesce((w.spec->>'interval_seconds')::int, 60)
         OR c.timeout_seconds IS DISTINCT FROM coalesce((w.spec->>'timeout_seconds')::int, 10)
         OR c.config IS DISTINCT FROM coalesce(w.spec->'config', '{}'::jsonb)
-        OR c.agent_uid IS DISTINCT FROM w.agent_uid)
+        OR c.agent_uid IS DISTINCT FROM w.agent_uid
+        OR c.agent_labels IS DISTINCT FROM w.agent_labels)
     RETURNING c.id`);
   // ON CONFLICT DO NOTHING: a device's own check of the same name wins (reported below).
   const created = await ctx.db.many<{ id: string }>(sql`
     INSERT INTO service_checks (name, check_type, target, port, interval_seconds, timeout_seconds, config,
-                                device_uid, agent_uid, profile_id, profile_check, next_run_at, created_at, updated_at)
+                                device_uid, agent_uid, agent_labels, profile_id, profile_check, next_run_at, created_at, updated_at)
     SELECT w.spec->>'name', w.spec->>'check_type', w.target, (w.spec->>'port')::int,
            coalesce((w.spec->>'interval_seconds')::int, 60), coalesce((w.spec->>'timeout_seconds')::int, 10),
-           coalesce(w.spec->'config', '{}'::jsonb), w.device_uid, w.agent_uid, w.profile_id, w.profile_check,
+           coalesce(w.spec->'config', '{}'::jsonb), w.device_uid, w.agent_uid, w.agent_labels, w.profile_id, w.profile_check,
            ${now}::timestamptz + floor(random() * coalesce((w.spec->>'interval_seconds')::int, 60) * 1000) * interval '1 millisecond',
            ${now}, ${now}
     FROM (${want}) w

@@ -39,7 +39,13 @@ interface DueRow {
   schedule_id: string | null;
   agent_uid: string | null;
   gateway_id: string | null;
+  agent_labels: Record<string, string> | null;
   next_run_at: Date | null;
+}
+
+/** Same selector, same text: `{"b":"2","a":"1"}` and `{"a":"1","b":"2"}` share a job. */
+function canonicalJson(o: Record<string, string>): string {
+  return JSON.stringify(Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1))));
 }
 
 async function autoSchedule(
@@ -128,7 +134,7 @@ export async function scheduleDue(
     // free (a concurrent scheduler's claim makes it skip the row), and jobs are built from
     // the checks it actually took. One pass over the rows instead of a lock pass and a write pass.
     const due = await tx.many<DueRow>(sql`
-      SELECT id, interval_seconds, timeout_seconds, schedule_id, agent_uid, gateway_id, next_run_at FROM service_checks
+      SELECT id, interval_seconds, timeout_seconds, schedule_id, agent_uid, gateway_id, agent_labels, next_run_at FROM service_checks
       WHERE enabled AND inflight_job_id IS NULL AND next_run_at <= ${now}
       ORDER BY next_run_at LIMIT ${limit}`);
     if (due.length === 0) return { jobs: sweepJobs, checks: 0 };
@@ -160,6 +166,7 @@ export async function scheduleDue(
         schedule: { id: string; name: string; priority: number; timeout: number | null };
         agent: string | null;
         gateway: string | null;
+        labels: string | null;
         checks: DueRow[];
       }
     >();
@@ -183,11 +190,13 @@ export async function scheduleDue(
         }
         schedule = auto;
       }
-      // An agent pin wins; a gateway pin keeps the check off the default (embedded) agent.
-      const agent = d.agent_uid ?? (d.gateway_id ? null : (opts.defaultAgentUid ?? null));
+      // An agent pin wins; a gateway or a label pool keeps the check off the default (embedded) agent.
+      const pooled = d.agent_labels !== null && Object.keys(d.agent_labels).length > 0;
+      const agent = d.agent_uid ?? (d.gateway_id || pooled ? null : (opts.defaultAgentUid ?? null));
       const gateway = d.agent_uid ? null : d.gateway_id;
-      const key = `${schedule.id}|${agent ?? ""}|${gateway ?? ""}`;
-      const g = groups.get(key) ?? { schedule, agent, gateway, checks: [] };
+      const labels = !d.agent_uid && pooled && d.agent_labels ? canonicalJson(d.agent_labels) : null;
+      const key = `${schedule.id}|${agent ?? ""}|${gateway ?? ""}|${labels ?? ""}`;
+      const g = groups.get(key) ?? { schedule, agent, gateway, labels, checks: [] };
       g.checks.push(d);
       groups.set(key, g);
     }
@@ -206,6 +215,7 @@ export async function scheduleDue(
       timeout: [] as number[],
       agent: [] as (string | null)[],
       gateway: [] as (string | null)[],
+      labels: [] as (string | null)[],
       meta: [] as string[],
     };
     const flat = { check: [] as string[], job: [] as string[] };
@@ -225,6 +235,7 @@ export async function scheduleDue(
         job.timeout.push(Math.max(g.schedule.timeout ?? 0, maxTimeout + 5));
         job.agent.push(g.agent);
         job.gateway.push(g.gateway);
+        job.labels.push(g.labels);
         job.meta.push(JSON.stringify({ due_at: new Date(dueAt).toISOString() }));
         for (const p of part) {
           flat.check.push(p.id);
@@ -252,12 +263,14 @@ export async function scheduleDue(
         ),
         inserted AS (
           INSERT INTO poll_jobs (id, schedule_id, schedule_name, status, check_count, check_ids, priority,
-                                 timeout_seconds, target_agent_uid, target_gateway_id, available_at, inserted_at, updated_at, metadata)
+                                 timeout_seconds, target_agent_uid, target_gateway_id, target_agent_labels,
+                                 available_at, inserted_at, updated_at, metadata)
           SELECT j.id, j.schedule, j.name, 'pending', p.n, p.ids, j.priority, j.timeout, j.agent, j.gateway,
-                 ${now}, ${now}, ${now}, j.meta::jsonb
+                 j.labels::jsonb, ${now}, ${now}, ${now}, j.meta::jsonb
           FROM unnest(${job.id}::uuid[], ${job.schedule}::uuid[], ${job.name}::text[], ${job.priority}::int[],
-                      ${job.timeout}::int[], ${job.agent}::text[], ${job.gateway}::text[], ${job.meta}::text[])
-                 AS j(id, schedule, name, priority, timeout, agent, gateway, meta)
+                      ${job.timeout}::int[], ${job.agent}::text[], ${job.gateway}::text[], ${job.labels}::text[],
+                      ${job.meta}::text[])
+                 AS j(id, schedule, name, priority, timeout, agent, gateway, labels, meta)
           JOIN per_job p ON p.job = j.id
           RETURNING check_count
         )

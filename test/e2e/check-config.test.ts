@@ -172,6 +172,68 @@ describe("service check config validation", () => {
     expect(moved.status).toBe(422);
   });
 
+  it("validates label pools: agent labels set by an admin, and a check's agent_labels selector", async () => {
+    const admin = authHeaders(await tokenFor(server, "admin"));
+    const { registerAgent } = await import("../../src/monitoring/fleet.ts");
+    await registerAgent(server.ctx, "agent-labelled", {});
+    const patch = (labels: unknown) =>
+      server.fetch("/api/v2/agents/agent-labelled", {
+        method: "PATCH",
+        headers: { ...admin, "content-type": J },
+        body: JSON.stringify({ data: { type: "agent", id: "agent-labelled", attributes: { labels } } }),
+      });
+    const bad = await patch({ "Site!": "dc1" });
+    expect(bad.status).toBe(422);
+    expect(((await bad.json()) as { errors: { detail: string }[] }).errors[0]?.detail).toMatch(/Site!/);
+    expect((await patch({ site: 7 })).status).toBe(422);
+    const viewerPatch = await server.fetch("/api/v2/agents/agent-labelled", {
+      method: "PATCH",
+      headers: { ...authHeaders(await tokenFor(server, "viewer")), "content-type": J },
+      body: JSON.stringify({ data: { type: "agent", id: "agent-labelled", attributes: { labels: {} } } }),
+    });
+    expect(viewerPatch.status).toBe(403);
+    const ok = await patch({ site: "dc1", role: "edge" });
+    expect(ok.status).toBe(200);
+    expect(
+      ((await ok.json()) as { data: { attributes: { labels: unknown } } }).data.attributes.labels,
+    ).toEqual({
+      site: "dc1",
+      role: "edge",
+    });
+
+    const empty = await send("POST", "/service-checks", {
+      name: "empty pool",
+      check_type: "ping",
+      target: "127.0.0.1",
+      agent_labels: {},
+    });
+    expect(empty.status).toBe(422);
+    expect(empty.body.errors?.[0]?.source?.pointer).toBe("/data/attributes/agent_labels");
+    const proto = await send("POST", "/service-checks", {
+      name: "hostile pool",
+      check_type: "ping",
+      target: "127.0.0.1",
+      agent_labels: JSON.parse('{"__proto__": {"polluted": "yes"}}'),
+    });
+    // The input guard refuses the key before any resource code sees it.
+    expect(proto.status).toBe(400);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    const pooled = await send("POST", "/service-checks", {
+      name: "in dc1",
+      check_type: "ping",
+      target: "127.0.0.1",
+      agent_labels: { site: "dc1" },
+    });
+    expect(pooled.status, JSON.stringify(pooled.body)).toBe(201);
+    const cleared = await send(
+      "PATCH",
+      `/service-checks/${pooled.body.data?.id}`,
+      { agent_labels: null },
+      pooled.body.data?.id,
+    );
+    expect(cleared.status).toBe(200);
+  });
+
   it("publishes each check type's config schema in the OpenAPI document", async () => {
     const res = await server.fetch("/api/v2/open_api", { headers: operator });
     const doc = (await res.json()) as { components: { schemas: Record<string, unknown> } };

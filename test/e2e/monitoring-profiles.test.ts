@@ -243,4 +243,80 @@ describe("monitoring profiles", () => {
     }, "the profile's checks removed");
     expect((await call("GET", `/api/v2/service-checks/${ownCheck.body.data.id}`)).status).toBe(200);
   }, 240_000);
+
+  it("place a profile's checks on a pool of agents by label, and follow the profile when the pool changes", async () => {
+    const agents = await call("GET", "/api/v2/agents");
+    const embedded = (agents.body.data as { id: string }[]).find((a) => a.id.startsWith("embedded-"));
+    if (!embedded) throw new Error("no embedded agent");
+    const labelled = await call("PATCH", `/api/v2/agents/${encodeURIComponent(embedded.id)}`, {
+      data: { type: "agent", id: embedded.id, attributes: { labels: { site: "hq", role: "poller" } } },
+    });
+    expect(labelled.status, JSON.stringify(labelled.body)).toBe(200);
+    const group = await call("POST", "/api/v2/device-groups", {
+      data: { type: "device-group", attributes: { name: "hq-servers", type: "location" } },
+    });
+    const groupId = group.body.data.id as string;
+    const profile = await call("POST", "/api/v2/monitoring-profiles", {
+      data: {
+        type: "monitoring-profile",
+        attributes: {
+          name: "hq pool",
+          group_id: groupId,
+          agent_labels: { site: "hq" },
+          checks: [{ name: "hq tcp", check_type: "tcp", port, interval_seconds: 2, timeout_seconds: 2 }],
+        },
+      },
+    });
+    expect(profile.status, JSON.stringify(profile.body)).toBe(201);
+    const profileId = profile.body.data.id as string;
+    const ingest = await call(
+      "POST",
+      "/api/v1/device-updates",
+      { updates: [1, 2].map((k) => ({ ip: `127.0.2.${k}`, hostname: `hq-${k}`, source: "manual" })) },
+      "application/json",
+    );
+    listeners.set("127.0.2.1", await listen("127.0.2.1", port));
+    listeners.set("127.0.2.2", await listen("127.0.2.2", port));
+    for (const r of ingest.body.data.results as { uid: string }[]) {
+      await call("PATCH", `/api/v2/devices/${encodeURIComponent(r.uid)}`, {
+        data: { type: "device", id: r.uid, attributes: { group_id: groupId } },
+      });
+    }
+    const ran = await waitFor(
+      async () => {
+        const r = await call("GET", `/api/v2/service-checks?filter[profile_id]=${profileId}`);
+        const rows = r.body.data as { attributes: Record<string, unknown> }[];
+        return rows.length === 2 && rows.every((c) => c.attributes.last_result === "success") ? rows : null;
+      },
+      "the pooled checks ran on the labelled embedded agent",
+      30_000,
+    );
+    for (const c of ran) expect(c.attributes.agent_labels).toEqual({ site: "hq" });
+    const jobs = await call("GET", `/api/v2/poll-jobs?filter[status]=completed&page[limit]=200`);
+    const pooledJobs = (jobs.body.data as { attributes: Record<string, unknown> }[]).filter(
+      (j) => j.attributes.agent_id === embedded.id,
+    );
+    expect(pooledJobs.length).toBeGreaterThan(0);
+
+    // Moving the profile to another pool moves its checks.
+    const moved = await call("PATCH", `/api/v2/monitoring-profiles/${profileId}`, {
+      data: { type: "monitoring-profile", id: profileId, attributes: { agent_labels: { site: "branch" } } },
+    });
+    expect(moved.status, JSON.stringify(moved.body)).toBe(200);
+    await waitFor(
+      async () => {
+        const r = await call("GET", `/api/v2/service-checks?filter[profile_id]=${profileId}`);
+        const rows = r.body.data as { attributes: Record<string, unknown> }[];
+        return rows.every((c) => (c.attributes.agent_labels as { site?: string })?.site === "branch")
+          ? rows
+          : null;
+      },
+      "the profile's checks follow its pool",
+      30_000,
+    );
+    const bad = await call("PATCH", `/api/v2/monitoring-profiles/${profileId}`, {
+      data: { type: "monitoring-profile", id: profileId, attributes: { agent_labels: { "": "x" } } },
+    });
+    expect(bad.status).toBe(422);
+  });
 });

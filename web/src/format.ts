@@ -52,3 +52,23 @@ export function text(v: unknown): string {
   if (typeof v === "object") return JSON.stringify(v);
   return String(v);
 }
+
+/** `{"site": "dc1", "role": "edge"}` → `site=dc1, role=edge` (agent labels, pool selectors). */
+export function labelsText(v: unknown): string {
+  if (!v || typeof v !== "object") return "";
+  return Object.entries(v as Record<string, unknown>)
+    .map(([k, val]) => `${k}=${String(val)}`)
+    .join(", ");
+}
+
+/** The inverse of labelsText; the server validates names and values. Empty → null. */
+export function parseLabelsText(s: string): Record<string, string> | null {
+  const out: Record<string, string> = {};
+  for (const part of s.split(",")) {
+    const p = part.trim();
+    if (!p) continue;
+    const eq = p.indexOf("=");
+    out[(eq < 0 ? p : p.slice(0, eq)).trim()] = eq < 0 ? "" : p.slice(eq + 1).trim();
+  }
+  return Object.keys(out).length > 0 ? out : null;
+}

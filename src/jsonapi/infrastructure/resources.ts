@@ -13,6 +13,7 @@
 import type { Actor } from "../../access/actor.ts";
 import { ForbiddenError } from "../../kernel/errors.ts";
 import { reRegisterAgent, reRegisterGateway, restoreAgentIfHealthy } from "../../monitoring/fleet.ts";
+import { parseLabels } from "../../monitoring/labels.ts";
 import { sql } from "../../storage/sql.ts";
 import type { AttributeDecl, OperationDecl } from "../define.ts";
 import { defineResource } from "../define.ts";
@@ -264,6 +265,16 @@ export const agentResource = registerResource(
       }),
       host: { type: "string", create: true, update: true, maxLength: 255 },
       port: { type: "integer", create: true, update: true, minimum: 0, maximum: 65535 },
+      labels: {
+        type: "object",
+        create: true,
+        update: true,
+        nullable: false,
+        default: {},
+        filterable: false,
+        description:
+          'Operator-set string pairs (e.g. {"site": "dc1"}); checks with agent_labels run on agents whose labels contain them',
+      },
       spiffe_identity: { type: "string", create: true, maxLength: 1024 },
       status: { type: "enum", values: agentMachine.states, nullable: false },
       is_healthy: { type: "boolean", nullable: false },
@@ -313,6 +324,9 @@ export const agentResource = registerResource(
         set: (input, c, actor) => ({
           ...guard(actor, { id: input.uid as string }, { attach: true }),
           ...agentGateway(actor, input.gateway_id),
+          ...(input.labels !== undefined
+            ? { labels: parseLabels(input.labels, "/data/attributes/labels") }
+            : {}),
           status: "connecting",
           is_healthy: true,
           first_seen_time: c.now,
@@ -338,7 +352,12 @@ export const agentResource = registerResource(
           return { id: existing.id };
         },
       },
-      update: { access: MANAGE, summary: "Update an agent's settings" },
+      update: {
+        access: MANAGE,
+        summary: "Update an agent's settings (name, labels, …)",
+        set: (input) =>
+          input.labels !== undefined ? { labels: parseLabels(input.labels, "/data/attributes/labels") } : {},
+      },
     },
     operations: [
       {

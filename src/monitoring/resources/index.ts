@@ -15,6 +15,7 @@ import { sql } from "../../storage/sql.ts";
 import { CHECK_CONFIG_SCHEMAS } from "../checks/config-schemas.ts";
 import { CHECK_STATUSES, CHECK_TYPES } from "../checks/types.ts";
 import { validateCheckConfig } from "../checks/validate-config.ts";
+import { parseLabels } from "../labels.ts";
 import { isStale } from "../overdue.ts";
 import { POLL_JOB_STATUSES } from "../poll-job-state.ts";
 import { initialRunAt } from "../scheduler.ts";
@@ -101,6 +102,9 @@ async function assertNameFree(tx: Queryable, name: string, deviceUid: string | n
 
 /** A check placed on a gateway or agent that does not exist would never run (issue 13). */
 async function assertPlacementExists(tx: Queryable, input: Record<string, unknown>): Promise<void> {
+  if (input.agent_labels !== undefined && input.agent_labels !== null) {
+    input.agent_labels = parseLabels(input.agent_labels, "/data/attributes/agent_labels", { selector: true });
+  }
   if (typeof input.gateway_id === "string" && input.gateway_id !== "") {
     const found = await tx.one(sql`SELECT 1 FROM gateways WHERE gateway_id = ${input.gateway_id}`);
     if (!found) {
@@ -203,7 +207,15 @@ export const serviceCheckResource = registerResource(
         create: true,
         update: true,
         maxLength: 255,
-        description: "Run only on this agent (wins over gateway_id)",
+        description: "Run only on this agent (wins over gateway_id and agent_labels)",
+      },
+      agent_labels: {
+        type: "object",
+        create: true,
+        update: true,
+        filterable: false,
+        description:
+          'A pool: run on any connected agent whose labels contain every pair, e.g. {"site": "dc1"} (within gateway_id when both are set); null: no pool',
       },
       gateway_id: {
         type: "string",

@@ -7,6 +7,7 @@ import { registerResource } from "../../jsonapi/registry.ts";
 import { ConflictError, ValidationError } from "../../kernel/errors.ts";
 import type { Queryable } from "../../storage/db.ts";
 import { sql } from "../../storage/sql.ts";
+import { parseLabels } from "../labels.ts";
 import { reconcileProfiles, validateProfileChecks } from "../profiles.ts";
 
 async function validateRefs(
@@ -32,6 +33,9 @@ async function validateRefs(
         source: { pointer: "/data/attributes/group_id" },
       });
     }
+  }
+  if (input.agent_labels !== undefined && input.agent_labels !== null) {
+    input.agent_labels = parseLabels(input.agent_labels, "/data/attributes/agent_labels", { selector: true });
   }
   if (typeof input.agent_uid === "string" && input.agent_uid !== "") {
     const found = await tx.one(sql`SELECT 1 FROM agents WHERE uid = ${input.agent_uid}`);
@@ -84,6 +88,14 @@ export const monitoringProfileResource = registerResource(
         update: true,
         maxLength: 255,
         description: "Pin the profile's checks to this agent (null: unassigned placement)",
+      },
+      agent_labels: {
+        type: "object",
+        create: true,
+        update: true,
+        filterable: false,
+        description:
+          'Place the profile\'s checks on the pool of agents carrying these labels, e.g. {"site": "dc1"} (agent_uid wins)',
       },
       checks: {
         type: "array",

@@ -89,6 +89,39 @@ describe("gateway claim multiplexing (database)", () => {
     await gw.stop();
   });
 
+  it("hands pooled jobs only to waiting agents that carry the pool's labels", async () => {
+    await db.query(sql`DELETE FROM poll_jobs`);
+    await db.query(sql`UPDATE service_checks SET enabled = false`);
+    const agents = Array.from({ length: 10 }, (_, i) => `pool-agent-${i}`);
+    for (const [i, uid] of agents.entries()) {
+      await db.query(sql`INSERT INTO agents (uid, status, labels) VALUES (${uid}, 'connected',
+        ${JSON.stringify(i >= 7 ? { pool: "b", site: "x" } : { pool: "a" })}::jsonb)`);
+    }
+    const gw = new Gateway({ id: "gw-pool", core: inProcessCoreLink(ctx), log: ctx.log, claimWaitMs: 5_000 });
+    await gw.start();
+    const got = new Map<string, string[]>();
+    const deadline = Date.now() + 30_000;
+    const loops = agents.map(async (uid) => {
+      while (Date.now() < deadline && [...got.values()].flat().length < 8) {
+        for (const j of await gw.agentClaim(uid, 1, 500)) got.set(uid, [...(got.get(uid) ?? []), j.id]);
+      }
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    await db.query(sql`
+      INSERT INTO service_checks (name, check_type, target, port, agent_labels, next_run_at)
+      SELECT 'pooled-' || g, 'tcp', '127.0.0.1', 80, '{"pool": "b"}', now() - interval '1 second'
+      FROM generate_series(1, 8) g`);
+    expect((await scheduleDue(ctx, { batch: 1, defaultAgentUid: "pool-agent-0" })).jobs).toBe(8);
+    jobSignal(ctx).emit("jobs");
+    await Promise.all(loops);
+    const ran = await db.many<{ agent_id: string }>(
+      sql`SELECT agent_id FROM poll_jobs WHERE status = 'running'`,
+    );
+    expect(ran).toHaveLength(8);
+    for (const r of ran) expect(["pool-agent-7", "pool-agent-8", "pool-agent-9"]).toContain(r.agent_id);
+    await gw.stop();
+  });
+
   it("gives jobs claimed for an agent that left back to the core when it drains", async () => {
     await db.query(sql`DELETE FROM poll_jobs`);
     await db.query(sql`UPDATE service_checks SET enabled = false, inflight_job_id = NULL`);

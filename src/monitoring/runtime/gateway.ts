@@ -19,6 +19,12 @@ import type { JobPayload, SubmittedResult } from "../jobs.ts";
 import type { SweepHost } from "../sweep.ts";
 import type { CoreLink } from "./links.ts";
 
+/** A pinned job runs on its agent, a pooled one on an agent carrying its labels, others anywhere. */
+function mayRun(j: JobPayload, uid: string): boolean {
+  if (j.target_agent_uid) return j.target_agent_uid === uid;
+  return j.eligible_agent_uids === undefined || j.eligible_agent_uids.includes(uid);
+}
+
 export interface AgentHello {
   uid: string;
   name?: string;
@@ -238,9 +244,7 @@ export class Gateway {
     const give = (w: Waiter, j: JobPayload) => given.set(w, [...(given.get(w) ?? []), j]);
     let rr = 0;
     for (const j of jobs) {
-      const candidates = j.target_agent_uid
-        ? open.filter((w) => w.uid === j.target_agent_uid && room(w) > 0)
-        : open.filter((w) => room(w) > 0);
+      const candidates = open.filter((w) => mayRun(j, w.uid) && room(w) > 0);
       if (candidates.length === 0) {
         this.backlog.push(j);
         continue;
@@ -254,7 +258,7 @@ export class Gateway {
     const out: JobPayload[] = [];
     for (let i = 0; i < this.backlog.length && out.length < max; ) {
       const j = this.backlog[i] as JobPayload;
-      if (j.target_agent_uid === null || j.target_agent_uid === uid) {
+      if (mayRun(j, uid)) {
         out.push(j);
         this.backlog.splice(i, 1);
       } else i++;

@@ -62,7 +62,7 @@ export interface paths {
     options?: never;
     head?: never;
     /**
-     * Update an agent's settings
+     * Update an agent's settings (name, labels, …)
      * @description Access: permission infrastructure.manage.
      */
     patch: operations["agent_update"];
@@ -2267,6 +2267,10 @@ export interface components {
         capabilities?: string[];
         host?: string | null;
         port?: number | null;
+        /** @description Operator-set string pairs (e.g. {"site": "dc1"}); checks with agent_labels run on agents whose labels contain them */
+        labels?: {
+          [key: string]: unknown;
+        };
         spiffe_identity?: string | null;
         /** @enum {string} */
         status?: "connecting" | "connected" | "degraded" | "disconnected" | "unavailable";
@@ -6573,6 +6577,10 @@ export interface components {
         device_type?: string | null;
         /** @description Pin the profile's checks to this agent (null: unassigned placement) */
         agent_uid?: string | null;
+        /** @description Place the profile's checks on the pool of agents carrying these labels, e.g. {"site": "dc1"} (agent_uid wins) */
+        agent_labels?: {
+          [key: string]: unknown;
+        } | null;
         /** @description Check templates: {name, check_type, target? ('{ip}' default; '{hostname}' also), port?, interval_seconds?, timeout_seconds?, config?} */
         checks?: {
           [key: string]: unknown;
@@ -10904,8 +10912,12 @@ export interface components {
         };
         warning_threshold_ms?: number | null;
         critical_threshold_ms?: number | null;
-        /** @description Run only on this agent (wins over gateway_id) */
+        /** @description Run only on this agent (wins over gateway_id and agent_labels) */
         agent_uid?: string | null;
+        /** @description A pool: run on any connected agent whose labels contain every pair, e.g. {"site": "dc1"} (within gateway_id when both are set); null: no pool */
+        agent_labels?: {
+          [key: string]: unknown;
+        } | null;
         /** @description Run behind this gateway (a site), on whichever of its agents is free; null with no agent_uid: the default placement (NETMON_UNASSIGNED_CHECKS) */
         gateway_id?: string | null;
         device_uid?: string | null;
@@ -12537,6 +12549,10 @@ export interface operations {
               capabilities?: string[];
               host?: string | null;
               port?: number | null;
+              /** @description Operator-set string pairs (e.g. {"site": "dc1"}); checks with agent_labels run on agents whose labels contain them */
+              labels?: {
+                [key: string]: unknown;
+              };
               spiffe_identity?: string | null;
               metadata?: {
                 [key: string]: unknown;
@@ -12683,6 +12699,10 @@ export interface operations {
               capabilities?: string[];
               host?: string | null;
               port?: number | null;
+              /** @description Operator-set string pairs (e.g. {"site": "dc1"}); checks with agent_labels run on agents whose labels contain them */
+              labels?: {
+                [key: string]: unknown;
+              };
               metadata?: {
                 [key: string]: unknown;
               };
@@ -15943,6 +15963,10 @@ export interface operations {
               device_type?: string | null;
               /** @description Pin the profile's checks to this agent (null: unassigned placement) */
               agent_uid?: string | null;
+              /** @description Place the profile's checks on the pool of agents carrying these labels, e.g. {"site": "dc1"} (agent_uid wins) */
+              agent_labels?: {
+                [key: string]: unknown;
+              } | null;
               /** @description Check templates: {name, check_type, target? ('{ip}' default; '{hostname}' also), port?, interval_seconds?, timeout_seconds?, config?} */
               checks: {
                 [key: string]: unknown;
@@ -16058,6 +16082,10 @@ export interface operations {
               device_type?: string | null;
               /** @description Pin the profile's checks to this agent (null: unassigned placement) */
               agent_uid?: string | null;
+              /** @description Place the profile's checks on the pool of agents carrying these labels, e.g. {"site": "dc1"} (agent_uid wins) */
+              agent_labels?: {
+                [key: string]: unknown;
+              } | null;
               /** @description Check templates: {name, check_type, target? ('{ip}' default; '{hostname}' also), port?, interval_seconds?, timeout_seconds?, config?} */
               checks?: {
                 [key: string]: unknown;
@@ -17583,8 +17611,12 @@ export interface operations {
               };
               warning_threshold_ms?: number | null;
               critical_threshold_ms?: number | null;
-              /** @description Run only on this agent (wins over gateway_id) */
+              /** @description Run only on this agent (wins over gateway_id and agent_labels) */
               agent_uid?: string | null;
+              /** @description A pool: run on any connected agent whose labels contain every pair, e.g. {"site": "dc1"} (within gateway_id when both are set); null: no pool */
+              agent_labels?: {
+                [key: string]: unknown;
+              } | null;
               /** @description Run behind this gateway (a site), on whichever of its agents is free; null with no agent_uid: the default placement (NETMON_UNASSIGNED_CHECKS) */
               gateway_id?: string | null;
               device_uid?: string | null;
@@ -17794,8 +17826,12 @@ export interface operations {
               };
               warning_threshold_ms?: number | null;
               critical_threshold_ms?: number | null;
-              /** @description Run only on this agent (wins over gateway_id) */
+              /** @description Run only on this agent (wins over gateway_id and agent_labels) */
               agent_uid?: string | null;
+              /** @description A pool: run on any connected agent whose labels contain every pair, e.g. {"site": "dc1"} (within gateway_id when both are set); null: no pool */
+              agent_labels?: {
+                [key: string]: unknown;
+              } | null;
               /** @description Run behind this gateway (a site), on whichever of its agents is free; null with no agent_uid: the default placement (NETMON_UNASSIGNED_CHECKS) */
               gateway_id?: string | null;
               enabled?: boolean;

@@ -4,7 +4,7 @@ import { type Row, srql, v2 } from "../api.ts";
 import { type Series, TimeChart } from "../components/Chart.tsx";
 import { DataTable, Pager } from "../components/Table.tsx";
 import { Badge, Card, Confirm, ErrorNote, Field } from "../components/Ui.tsx";
-import { ago, ms, text, when } from "../format.ts";
+import { ago, labelsText, ms, parseLabelsText, text, when } from "../format.ts";
 import { useAction, usePoll, useUrlState } from "../hooks.ts";
 import { useCan } from "../session.ts";
 
@@ -322,9 +322,11 @@ export function CheckDetail(props: { params?: { id?: string } }) {
             <dd>
               {c.agent_uid
                 ? `agent ${text(c.agent_uid)}`
-                : c.gateway_id
-                  ? `any agent behind gateway ${text(c.gateway_id)}`
-                  : "the default placement"}
+                : c.agent_labels
+                  ? `any agent labelled ${labelsText(c.agent_labels)}${c.gateway_id ? ` behind gateway ${text(c.gateway_id)}` : ""}`
+                  : c.gateway_id
+                    ? `any agent behind gateway ${text(c.gateway_id)}`
+                    : "the default placement"}
             </dd>
             <dt>Device</dt>
             <dd>
@@ -442,6 +444,7 @@ export function CheckEdit(props: { params?: { id?: string } }) {
           attrs.agent_uid = agent === "" ? null : agent;
           const gateway = String(f.get("gateway_id") ?? "").trim();
           attrs.gateway_id = gateway === "" ? null : gateway;
+          attrs.agent_labels = parseLabelsText(String(f.get("agent_labels") ?? ""));
           const config: R = { ...cfg };
           for (const fld of CONFIG_FIELDS[checkType] ?? []) {
             const v = configValue(fld.kind, f.get(`config.${fld.name}`));
@@ -550,6 +553,14 @@ export function CheckEdit(props: { params?: { id?: string } }) {
           hint="Any free agent behind this gateway runs it; an agent above wins"
         >
           <input id="f-gateway_id" name="gateway_id" defaultValue={String(c?.gateway_id ?? "")} />
+        </Field>
+        <Field
+          label="Agent pool"
+          name="agent_labels"
+          error={act.error}
+          hint="site=dc1, role=edge — any connected agent with these labels runs it"
+        >
+          <input id="f-agent_labels" name="agent_labels" defaultValue={labelsText(c?.agent_labels)} />
         </Field>
         <fieldset>
           <legend>{TYPES.find(([v]) => v === checkType)?.[1]} settings</legend>

@@ -1,8 +1,8 @@
 import { useState } from "preact/hooks";
 import { v2 } from "../api.ts";
 import { DataTable } from "../components/Table.tsx";
-import { Badge, Confirm, ErrorNote } from "../components/Ui.tsx";
-import { ago, text } from "../format.ts";
+import { Badge, Confirm, ErrorNote, Field } from "../components/Ui.tsx";
+import { ago, labelsText, parseLabelsText, text } from "../format.ts";
 import { useAction, usePoll } from "../hooks.ts";
 import { useCan } from "../session.ts";
 
@@ -123,6 +123,7 @@ export function Fleet() {
           { key: "version", label: "Version" },
           { key: "last_seen_time", label: "Last heartbeat", render: (r) => ago(r.last_seen_time) },
           { key: "capabilities", label: "Capabilities", render: (r) => text(r.capabilities) },
+          { key: "labels", label: "Labels (pools)", render: (r) => labelsText(r.labels) || "—" },
           {
             key: "checks",
             label: "Checks",
@@ -130,6 +131,49 @@ export function Fleet() {
           },
         ]}
       />
+      {can("infrastructure.manage") && (agents.data?.rows.length ?? 0) > 0 && (
+        <details class="inline-form">
+          <summary>Label an agent</summary>
+          <form
+            class="form"
+            onSubmit={async (e) => {
+              e.preventDefault();
+              const f = new FormData(e.currentTarget);
+              const id = String(f.get("agent") ?? "");
+              const labels = parseLabelsText(String(f.get("labels") ?? "")) ?? {};
+              const saved = await act.run(() =>
+                v2.update(`agents/${encodeURIComponent(id)}`, "agent", id, { labels }),
+              );
+              if (saved) agents.reload();
+            }}
+          >
+            <p class="muted small">
+              Checks and monitoring profiles with an agent pool (e.g. <code>site=dc1</code>) run on agents
+              whose labels contain every pair.
+            </p>
+            <Field label="Agent" name="agent" error={act.error}>
+              <select id="f-agent" name="agent">
+                {(agents.data?.rows ?? []).map((a) => (
+                  <option key={a.id} value={a.id}>
+                    {text(a.name ?? a.id)}
+                  </option>
+                ))}
+              </select>
+            </Field>
+            <Field
+              label="Labels"
+              name="labels"
+              error={act.error}
+              hint="site=dc1, role=edge — empty clears them"
+            >
+              <input id="f-labels" name="labels" />
+            </Field>
+            <button type="submit" class="primary" disabled={act.busy}>
+              Save labels
+            </button>
+          </form>
+        </details>
+      )}
     </>
   );
 }
