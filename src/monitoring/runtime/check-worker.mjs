@@ -1,13 +1,16 @@
 // Check runners in a worker thread, so the embedded agent's checks never run on the core's
 // event loop (issue 10: a check must not be able to stall the API). Plain JavaScript that
-// registers tsx itself, so it loads the same way under `npm start`, vitest and plain node.
+// registers tsx itself when beside the sources, so it loads under `npm start`, vitest and plain node.
 // Protocol: parent posts {id, spec}; worker answers {id, ok, result} or {id, ok:false, error}.
+import { existsSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
-import { register } from "tsx/esm/api";
 
-register();
-const { runCheck } = await import("../checks/index.ts");
-const { TargetPolicy } = await import("../target-policy.ts");
+// Beside the sources (vitest, tsx) load the .ts files through tsx; in the compiled dist/ the .js.
+const fromSource = existsSync(new URL("../checks/index.ts", import.meta.url));
+if (fromSource) (await import("tsx/esm/api")).register();
+const ext = fromSource ? "ts" : "js";
+const { runCheck } = await import(`../checks/index.${ext}`);
+const { TargetPolicy } = await import(`../target-policy.${ext}`);
 
 const policy = new TargetPolicy(workerData.policy);
 const customAllowList = workerData.customAllowList ?? [];
