@@ -1,12 +1,12 @@
 import cookie from "@fastify/cookie";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { RateLimitScope } from "../http/route-config.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { AuthenticationRequiredError, ForbiddenError, RateLimitedError } from "../kernel/errors.ts";
 import type { Feature } from "../kernel/feature.ts";
 import { resolveCredentials } from "./authenticate.ts";
 import { bootstrapAdmin } from "./bootstrap.ts";
 import { checkOrigin } from "./csrf.ts";
+import type { RateLimitScope } from "./rate-limit.ts";
 import { type Budget, createRateStore, RateLimiter } from "./rate-limit.ts";
 import { createRegistry, defaultRateLimit, type RouteRecord } from "./registry.ts";
 import { adminRoutes } from "./routes/admin.ts";
@@ -90,7 +90,7 @@ export function createAccessFeature(): Feature {
         const url = opts.url ?? opts.path;
         if (!access) {
           throw new Error(
-            `route ${methods.join(",")} ${url} declares no config.access (see src/http/route-config.ts)`,
+            `route ${methods.join(",")} ${url} declares no config.access (see src/access/rule.ts)`,
           );
         }
         const rateLimit = opts.config?.rateLimit ?? defaultRateLimit(url);

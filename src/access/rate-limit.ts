@@ -4,6 +4,9 @@ import type { AppContext } from "../kernel/context.ts";
 import type { Db } from "../storage/db.ts";
 import { sql } from "../storage/sql.ts";
 
+/** The request budget a route draws from (declared per route, enforced by the access hook). */
+export type RateLimitScope = "api_default" | "admin" | "control" | "mcp" | "ingest" | "none";
+
 /**
  * Sliding-window request budgets (second resolution), as the original rate limiter: count the
  * hits of a key in (now − window, now]; when the count has reached the limit the request is

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
-import type { AccessRule, RateLimitScope } from "../http/route-config.ts";
+import type { RateLimitScope } from "./rate-limit.ts";
+import type { AccessRule } from "./rule.ts";
 
 /** One registered route and its declared policy (the authorization-matrix test reads these). */
 export interface RouteRecord {

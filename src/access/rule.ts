@@ -1,6 +1,31 @@
-import type { AccessRule } from "../http/route-config.ts";
 import { AuthenticationRequiredError, ForbiddenError } from "../kernel/errors.ts";
 import { type Actor, hasPermission, hasRole, isSystem } from "./actor.ts";
+
+/**
+ * Every route declares who may call it and which request budget it draws from. The access
+ * hook enforces it, and the authorization-matrix test derives expected statuses from it,
+ * so a route cannot ship without a policy.
+ */
+export type AccessRule =
+  /** No credentials needed (health, sign-in page, published OpenAPI copy). */
+  | { public: true }
+  /** Any authenticated principal. */
+  | { authenticated: true }
+  /** Authenticated and holding this permission key. */
+  | { permission: string }
+  /** Authenticated with at least this role. */
+  | { role: "viewer" | "operator" | "admin" }
+  /**
+   * Credentials are optional; the handler decides (e.g. event-rule lists answer an empty
+   * `data` to anonymous callers, spec 4.1 rule behaviour 2).
+   */
+  | { optional: true; permission?: string }
+  /**
+   * Control-plane principals (gateways, agents); admins' user credentials are accepted too.
+   * With `permission`, a user holding that permission is accepted instead of requiring admin
+   * (e.g. `{ controlPlane: true, permission: "infrastructure.manage" }`: either suffices).
+   */
+  | { controlPlane: true; permission?: string };
 
 /**
  * The one access-rule evaluator (the access hook and the JSON:API engine both call it).

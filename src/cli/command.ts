@@ -8,5 +8,9 @@ export interface Command {
   usage: string;
   /** Flags that take no value. */
   booleanFlags?: string[];
-  run(args: ParsedArgs): Promise<number>;
+  /**
+   * `runCommand` is the dispatcher itself, passed in rather than imported so the command
+   * list and the dispatcher form no import cycle (`serve` hands it to the CLI channel).
+   */
+  run(args: ParsedArgs, runCommand: (argv: readonly string[]) => Promise<number>): Promise<number>;
 }

@@ -19,7 +19,8 @@ export async function withContext<T>(
   // Forwarded from a terminal to the running server: use the server's open database.
   const inServer = cliIo().ctx;
   if (inServer) return fn(inServer);
-  const log = createLogger(process.env.NETMON_LOG_LEVEL ?? "warn");
+  // Commands are quiet unless NETMON_LOG_LEVEL asks otherwise (the server defaults to info).
+  const log = createLogger(process.env.NETMON_LOG_LEVEL ? config.logLevel : "warn");
   const db: Db = await openDatabase(config);
   try {
     await migrate(db);

@@ -64,7 +64,7 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
       stdout(`${command.usage}\n`);
       return 0;
     }
-    return await command.run(args);
+    return await command.run(args, runCommand);
   } catch (err) {
     if (err instanceof DatabaseLockedError) throw err;
     if (err instanceof UsageError) {

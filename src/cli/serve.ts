@@ -14,7 +14,7 @@ Runs the core server. Configuration comes from environment variables (see README
 SIGTERM or SIGINT shuts down gracefully: new connections are refused, in-flight
 requests finish (up to NETMON_SHUTDOWN_TIMEOUT), then the database is closed.
 A second signal exits at once.`,
-  async run() {
+  async run(_args, runCommand) {
     const config = loadConfig();
     const log = createLogger(
       config.logLevel,
@@ -23,7 +23,6 @@ A second signal exits at once.`,
     );
     const server = await startServer(config, { logger: log });
     // The CLI's local channel: commands run here while this process holds the embedded database.
-    const { runCommand } = await import("./run.ts");
     const channel = server.ctx.db.kind === "pglite" ? await startCliChannel(server.ctx, runCommand) : null;
     log.info(
       {

@@ -135,6 +135,30 @@ export const VARIABLES = {
     description: "Redis URL; when set, rate-limit counters are kept in Redis",
     secret: true,
   }),
+  NETMON_CORE_URL: v({
+    parse: url("http", "https"),
+    description: "`netmon gateway`: the core's URL (same as --core)",
+  }),
+  NETMON_GATEWAY_TOKEN: v({
+    parse: str,
+    description: "`netmon gateway`: the gateway's enrolment token (same as --token)",
+    secret: true,
+  }),
+  NETMON_GATEWAY_URL: v({
+    parse: url("http", "https"),
+    description: "`netmon agent`: the gateway's URL (same as --gateway)",
+  }),
+  NETMON_AGENT_TOKEN: v({
+    parse: str,
+    description: "`netmon agent`: the agent's enrolment token (same as --token)",
+    secret: true,
+  }),
+  NETMON_ICMP_BACKEND: v({
+    parse: oneOf("auto", "fping"),
+    default: "auto",
+    description:
+      "ICMP implementation of ping checks: auto (raw sockets when permitted, else fping) or fping (always the fping child process)",
+  }),
   NETMON_EMBEDDED_AGENT: v({
     parse: bool,
     default: true,
@@ -455,6 +479,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       snmpTrapUsers: r.NETMON_SNMP_TRAP_USERS,
     },
   };
+}
+
+/**
+ * One variable, parsed by its declaration: for code that runs outside `loadConfig` (the
+ * separate gateway and agent commands, check runners in worker threads).
+ */
+export function readVariable<K extends keyof Vars>(
+  name: K,
+  env: NodeJS.ProcessEnv = process.env,
+): ValueOf<K> | undefined {
+  const spec = VARIABLES[name] as VarSpec<ValueOf<K>>;
+  const value = env[name];
+  if (value === undefined || value === "") return spec.default;
+  try {
+    return spec.parse(value);
+  } catch (err) {
+    throw new ConfigError(name, (err as Error).message);
+  }
 }
 
 /** Rows for the README configuration table. */

@@ -1,34 +1,12 @@
 import type { Actor } from "../access/actor.ts";
+import type { RateLimitScope } from "../access/rate-limit.ts";
+import type { AccessRule } from "../access/rule.ts";
 
-/**
- * Every route declares who may call it and which request budget it draws from. The access
- * hook enforces it, and the authorization-matrix test derives expected statuses from it,
- * so a route cannot ship without a policy.
- */
-export type AccessRule =
-  /** No credentials needed (health, sign-in page, published OpenAPI copy). */
-  | { public: true }
-  /** Any authenticated principal. */
-  | { authenticated: true }
-  /** Authenticated and holding this permission key. */
-  | { permission: string }
-  /** Authenticated with at least this role. */
-  | { role: "viewer" | "operator" | "admin" }
-  /**
-   * Credentials are optional; the handler decides (e.g. event-rule lists answer an empty
-   * `data` to anonymous callers, spec 4.1 rule behaviour 2).
-   */
-  | { optional: true; permission?: string }
-  /**
-   * Control-plane principals (gateways, agents); admins' user credentials are accepted too.
-   * With `permission`, a user holding that permission is accepted instead of requiring admin
-   * (e.g. `{ controlPlane: true, permission: "infrastructure.manage" }`: either suffices).
-   */
-  | { controlPlane: true; permission?: string };
+// The access domain owns the rule and budget vocabularies; routes carry them (issue 11: http/
+// sits above the domains and imports them, never the other way round).
+export type { AccessRule, RateLimitScope };
 
 export type BodyMembers = readonly string[] | "validated";
-
-export type RateLimitScope = "api_default" | "admin" | "control" | "mcp" | "ingest" | "none";
 
 declare module "fastify" {
   interface FastifyContextConfig {

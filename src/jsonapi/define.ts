@@ -8,7 +8,7 @@
  * a SQL parameter. See src/jsonapi/README.md for a worked example.
  */
 import type { Actor } from "../access/actor.ts";
-import type { AccessRule } from "../http/route-config.ts";
+import type { AccessRule } from "../access/rule.ts";
 import type { AppContext } from "../kernel/context.ts";
 import type { Queryable, Row } from "../storage/db.ts";
 import type { SqlFragment } from "../storage/sql.ts";

@@ -4,7 +4,7 @@
  */
 import { flag, type ParsedArgs, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
-import { loadConfig } from "../config/config.ts";
+import { loadConfig, readVariable } from "../config/config.ts";
 import { chooseLogFormat, createLogger, type Logger } from "../kernel/logger.ts";
 import { Agent } from "./runtime/agent.ts";
 import { Gateway } from "./runtime/gateway.ts";
@@ -12,8 +12,10 @@ import { httpGatewayLink, startGatewayServer } from "./runtime/gateway-server.ts
 import { CONTROL_PREFIX, callJson, httpCoreLink } from "./runtime/links.ts";
 import { TargetPolicy } from "./target-policy.ts";
 
-function need(args: ParsedArgs, name: string, env?: string): string {
-  const v = flag(args, name) ?? (env ? process.env[env] : undefined);
+type LinkVariable = "NETMON_CORE_URL" | "NETMON_GATEWAY_TOKEN" | "NETMON_GATEWAY_URL" | "NETMON_AGENT_TOKEN";
+
+function need(args: ParsedArgs, name: string, env?: LinkVariable): string {
+  const v = flag(args, name) ?? (env ? readVariable(env) : undefined);
   if (!v || v === "true") throw new UsageError(`--${name} is required${env ? ` (or ${env})` : ""}`);
   return v;
 }

@@ -1,6 +1,6 @@
 import type { Actor } from "../../access/actor.ts";
+import type { AccessRule } from "../../access/rule.ts";
 import { decide, ruleKind, rulePermission, satisfies } from "../../access/rule.ts";
-import type { AccessRule } from "../../http/route-config.ts";
 
 export { satisfies };
 

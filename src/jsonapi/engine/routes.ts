@@ -6,7 +6,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Actor } from "../../access/actor.ts";
-import type { AccessRule } from "../../http/route-config.ts";
+import type { AccessRule } from "../../access/rule.ts";
 import type { AppContext } from "../../kernel/context.ts";
 import { ConflictError, InvalidRequestError } from "../../kernel/errors.ts";
 import type { CollectionDecl, OperationDecl, ResourceDecl } from "../define.ts";

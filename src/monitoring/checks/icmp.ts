@@ -11,6 +11,7 @@
  * their volume with the sweep's own `rate_per_second`.
  */
 import { spawn } from "node:child_process";
+import { readVariable } from "../../config/config.ts";
 import {
   DEFAULT_RATE_PER_SECOND,
   type EchoReply,
@@ -26,7 +27,7 @@ export type IcmpBackend = "raw" | "fping";
 
 /** Which ICMP implementation this process uses (NETMON_ICMP_BACKEND=fping forces the fallback). */
 export function icmpBackend(): IcmpBackend {
-  if (process.env.NETMON_ICMP_BACKEND === "fping") return "fping";
+  if (readVariable("NETMON_ICMP_BACKEND") === "fping") return "fping";
   return rawIcmpAvailable() ? "raw" : "fping";
 }
 
