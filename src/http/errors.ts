@@ -95,7 +95,8 @@ export function toAppError(err: unknown): AppError | null {
     if (e.statusCode === 404) return new NotFoundError(e.message);
     if (e.statusCode === 413) return new PayloadTooLargeError(e.message);
     if (e.statusCode === 415) return new UnsupportedMediaTypeError(e.message);
-    return new AppError(e.statusCode, (e.code ?? "bad_request").toLowerCase(), e.message, "Bad request");
+    // Fastify's own codes (FST_ERR_…) are internals: answer the catalogued generic code.
+    return new AppError(e.statusCode, "bad_request", e.message, "Bad request");
   }
   return null;
 }

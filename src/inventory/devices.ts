@@ -14,11 +14,27 @@ export const PATH_UID_RE = /^[A-Za-z0-9][A-Za-z0-9:._-]*$/;
 
 type Query = Record<string, unknown>;
 
-function one(q: Query, key: string): string | undefined {
+/** The list's query parameters; each has its own `invalid_<name>` error code. */
+type ListParam =
+  | "device_type"
+  | "gateway_id"
+  | "group_id"
+  | "limit"
+  | "offset"
+  | "page"
+  | "search"
+  | "sort"
+  | "source"
+  | "status";
+
+function one(q: Query, key: ListParam): string | undefined {
   const v = q[key];
   if (v === undefined) return undefined;
   if (Array.isArray(v)) {
-    throw new InvalidRequestError(`invalid ${key}`, { code: `invalid_${key}`, source: { parameter: key } });
+    throw new InvalidRequestError(`invalid ${key}`, {
+      code: `invalid_${key}` as const,
+      source: { parameter: key },
+    });
   }
   return typeof v === "string" ? v : String(v);
 }

@@ -132,13 +132,16 @@ export interface ExportParams {
   uid?: string;
 }
 
-function parseDate(q: Record<string, unknown>, key: string): Date | undefined {
+function parseDate(
+  q: Record<string, unknown>,
+  key: "first_seen_after" | "last_seen_after",
+): Date | undefined {
   const v = q[key];
   if (v === undefined || v === "") return undefined;
   const d = typeof v === "string" && /^\d{4}-\d{2}-\d{2}/.test(v) ? new Date(v) : null;
   if (!d || Number.isNaN(d.getTime())) {
     throw new InvalidRequestError("invalid datetime format (use ISO8601)", {
-      code: `invalid_${key}`,
+      code: `invalid_${key}` as const,
       source: { parameter: key },
     });
   }

@@ -1,7 +1,13 @@
 import { createHash, randomUUID } from "node:crypto";
 import { type Actor, hasPermission } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
-import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
+import {
+  ConflictError,
+  type ErrorCode,
+  ForbiddenError,
+  InvalidRequestError,
+  NotFoundError,
+} from "../kernel/errors.ts";
 import { join, type SqlFragment, sql } from "../storage/sql.ts";
 import { macHex, normalizeIp } from "./addresses.ts";
 import { applySightings, type Sighting, validateSightings } from "./ingest.ts";
@@ -33,7 +39,7 @@ const CURSOR_KEYS = [
   "v",
 ];
 
-function bad(reason: string, param?: string): InvalidRequestError {
+function bad(reason: ErrorCode, param?: string): InvalidRequestError {
   return new InvalidRequestError("Invalid source inventory query", {
     code: reason,
     source: param ? { parameter: param } : undefined,
@@ -419,10 +425,12 @@ export async function readSnapshot(ctx: AppContext, actor: Actor, query: Record<
     throw new ForbiddenError("You do not have permission to view source inventory");
   }
   for (const k of Object.keys(query)) if (!ALLOWED_PARAMS.has(k)) throw bad("unknown_query_parameter", k);
-  const get = (k: string): string | undefined => {
+  const get = (
+    k: "source" | "instance" | "partition" | "presence" | "collection" | "limit" | "cursor",
+  ): string | undefined => {
     const v = query[k];
     if (v === undefined) return undefined;
-    if (typeof v !== "string") throw bad(`invalid_${k}`, k);
+    if (typeof v !== "string") throw bad(`invalid_${k}` as const, k);
     return v.trim();
   };
   const source = get("source")?.toLowerCase();

@@ -2,6 +2,9 @@
  * Typed application errors. Domain code throws these; the HTTP edge maps them to a
  * response exactly once (src/http/errors.ts), in the shape of the route's API style.
  */
+import type { ErrorCode } from "./error-codes.ts";
+
+export type { ErrorCode };
 
 export interface ErrorSource {
   /** Query parameter that caused the error (JSON:API `source.parameter`). */
@@ -23,13 +26,13 @@ export interface AppErrorOptions {
 
 export class AppError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly title: string;
   readonly source: ErrorSource | undefined;
   readonly extra: Record<string, unknown>;
   readonly headers: Record<string, string>;
 
-  constructor(status: number, code: string, message: string, title: string, opts: AppErrorOptions = {}) {
+  constructor(status: number, code: ErrorCode, message: string, title: string, opts: AppErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = new.target.name;
     this.status = status;
@@ -42,19 +45,19 @@ export class AppError extends Error {
 }
 
 export class InvalidRequestError extends AppError {
-  constructor(message: string, opts: AppErrorOptions & { code?: string } = {}) {
+  constructor(message: string, opts: AppErrorOptions & { code?: ErrorCode } = {}) {
     super(400, opts.code ?? "invalid_request", message, "Invalid request", opts);
   }
 }
 
 export class ValidationError extends AppError {
-  constructor(message: string, opts: AppErrorOptions & { code?: string } = {}) {
+  constructor(message: string, opts: AppErrorOptions & { code?: ErrorCode } = {}) {
     super(422, opts.code ?? "validation_error", message, "Validation error", opts);
   }
 }
 
 export class AuthenticationRequiredError extends AppError {
-  constructor(message = "Authentication required", opts: AppErrorOptions & { code?: string } = {}) {
+  constructor(message = "Authentication required", opts: AppErrorOptions & { code?: ErrorCode } = {}) {
     super(401, opts.code ?? "authentication_required", message, "Unauthorized", opts);
   }
 }
@@ -62,44 +65,44 @@ export class AuthenticationRequiredError extends AppError {
 export class ForbiddenError extends AppError {
   constructor(
     message = "You do not have permission to perform this action",
-    opts: AppErrorOptions & { code?: string } = {},
+    opts: AppErrorOptions & { code?: ErrorCode } = {},
   ) {
     super(403, opts.code ?? "forbidden", message, "Forbidden", opts);
   }
 }
 
 export class NotFoundError extends AppError {
-  constructor(message = "Not found", opts: AppErrorOptions & { code?: string } = {}) {
+  constructor(message = "Not found", opts: AppErrorOptions & { code?: ErrorCode } = {}) {
     super(404, opts.code ?? "not_found", message, "Not found", opts);
   }
 }
 
 export class ConflictError extends AppError {
-  constructor(message: string, opts: AppErrorOptions & { code?: string } = {}) {
+  constructor(message: string, opts: AppErrorOptions & { code?: ErrorCode } = {}) {
     super(409, opts.code ?? "conflict", message, "Conflict", opts);
   }
 }
 
 export class GoneError extends AppError {
-  constructor(message: string, opts: AppErrorOptions & { code?: string } = {}) {
+  constructor(message: string, opts: AppErrorOptions & { code?: ErrorCode } = {}) {
     super(410, opts.code ?? "gone", message, "Gone", opts);
   }
 }
 
 export class PayloadTooLargeError extends AppError {
-  constructor(message = "Request body is too large", opts: AppErrorOptions & { code?: string } = {}) {
+  constructor(message = "Request body is too large", opts: AppErrorOptions & { code?: ErrorCode } = {}) {
     super(413, opts.code ?? "payload_too_large", message, "Payload too large", opts);
   }
 }
 
 export class UnsupportedMediaTypeError extends AppError {
-  constructor(message: string, opts: AppErrorOptions & { code?: string } = {}) {
+  constructor(message: string, opts: AppErrorOptions & { code?: ErrorCode } = {}) {
     super(415, opts.code ?? "unsupported_media_type", message, "Unsupported media type", opts);
   }
 }
 
 export class NotAcceptableError extends AppError {
-  constructor(message: string, opts: AppErrorOptions & { code?: string } = {}) {
+  constructor(message: string, opts: AppErrorOptions & { code?: ErrorCode } = {}) {
     super(406, opts.code ?? "not_acceptable", message, "Not acceptable", opts);
   }
 }
@@ -115,7 +118,7 @@ export class RateLimitedError extends AppError {
 }
 
 export class ServiceUnavailableError extends AppError {
-  constructor(message: string, opts: AppErrorOptions & { code?: string } = {}) {
+  constructor(message: string, opts: AppErrorOptions & { code?: ErrorCode } = {}) {
     super(503, opts.code ?? "service_unavailable", message, "Service unavailable", opts);
   }
 }

@@ -4,7 +4,7 @@
  * declarations; every request value becomes a SQL parameter.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { InvalidRequestError } from "../../kernel/errors.ts";
+import { type ErrorCode, InvalidRequestError } from "../../kernel/errors.ts";
 import { ident, join, raw, type SqlFragment, sql } from "../../storage/sql.ts";
 import {
   type AttributeDecl,
@@ -24,7 +24,11 @@ export type DeepObject = { [k: string]: DeepValue };
 const MAX_PARAMS = 1000;
 const MAX_DEPTH = 12;
 
-function invalid(message: string, parameter: string, code = "invalid_parameter"): InvalidRequestError {
+function invalid(
+  message: string,
+  parameter: string,
+  code: ErrorCode = "invalid_parameter",
+): InvalidRequestError {
   return new InvalidRequestError(message, { source: { parameter }, code });
 }
 
