@@ -1,6 +1,7 @@
 import type { AppContext } from "../kernel/context.ts";
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import type { Queryable } from "../storage/db.ts";
+import { asDomainError } from "../storage/db-error.ts";
 import { sql } from "../storage/sql.ts";
 import { type Actor, hasPermission, hasRole, ROLES, type Role } from "./actor.ts";
 import { effectivePermissions, isPermissionKey, PERMISSIONS, roleDefaults } from "./permissions.ts";
@@ -120,10 +121,7 @@ async function insertOrConflict<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if ((err as { code?: string }).code === "23505") {
-      throw new ConflictError("a role profile with this name already exists", { code: "name_taken" });
-    }
-    throw err;
+    throw asDomainError(err, { message: "a role profile with this name already exists", code: "name_taken" });
   }
 }
 

@@ -1,6 +1,7 @@
 import type { AppContext } from "../kernel/context.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import type { Queryable } from "../storage/db.ts";
+import { asDomainError } from "../storage/db-error.ts";
 import { sql } from "../storage/sql.ts";
 import { type Actor, ROLES, type Role } from "./actor.ts";
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "./passwords.ts";
@@ -133,10 +134,7 @@ export async function insertUser(ctx: AppContext, input: NewUser): Promise<UserR
       RETURNING *`);
     return row as UserRow;
   } catch (err) {
-    if ((err as { code?: string }).code === "23505") {
-      throw new ConflictError("a user with this email already exists", { code: "email_taken" });
-    }
-    throw err;
+    throw asDomainError(err, { message: "a user with this email already exists", code: "email_taken" });
   }
 }
 

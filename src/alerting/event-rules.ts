@@ -14,12 +14,12 @@ import { type Actor, hasPermission } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import {
   AuthenticationRequiredError,
-  ConflictError,
   ForbiddenError,
   NotFoundError,
   ValidationError,
 } from "../kernel/errors.ts";
 import type { Db, Queryable } from "../storage/db.ts";
+import { asDomainError } from "../storage/db-error.ts";
 import { sql } from "../storage/sql.ts";
 import { emitAlertLifecycle, insertAlert, type TriggerAlertInput } from "./lifecycle.ts";
 import {
@@ -145,10 +145,6 @@ export function validateEventRuleInput(input: EventRuleInput, creating: boolean)
   }
 }
 
-function uniqueViolation(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { code?: string }).code === "23505";
-}
-
 // ---------------------------------------------------------------------------------------------
 // CRUD (domain functions; the JSON:API resource declares the same semantics).
 
@@ -191,8 +187,7 @@ export async function createEventRule(
     });
     return row;
   } catch (err) {
-    if (uniqueViolation(err)) throw new ConflictError("an event rule with this name already exists");
-    throw err;
+    throw asDomainError(err, { message: "an event rule with this name already exists" });
   } finally {
     invalidateEventRuleCache(ctx.db);
   }
@@ -229,8 +224,7 @@ export async function updateEventRule(
       return row as EventRuleRow;
     });
   } catch (err) {
-    if (uniqueViolation(err)) throw new ConflictError("an event rule with this name already exists");
-    throw err;
+    throw asDomainError(err, { message: "an event rule with this name already exists" });
   } finally {
     invalidateEventRuleCache(ctx.db);
   }

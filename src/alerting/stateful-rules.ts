@@ -12,12 +12,12 @@ import { type Actor, hasRole, SYSTEM_ACTOR } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import {
   AuthenticationRequiredError,
-  ConflictError,
   ForbiddenError,
   NotFoundError,
   ValidationError,
 } from "../kernel/errors.ts";
 import type { Db, Queryable } from "../storage/db.ts";
+import { asDomainError } from "../storage/db-error.ts";
 import { sql } from "../storage/sql.ts";
 import { applyResolve, emitAlertLifecycle, insertAlert } from "./lifecycle.ts";
 import { lookupPath, matches, validateMatch } from "./match.ts";
@@ -156,10 +156,6 @@ export async function activeStatefulRules(db: Db): Promise<StatefulRuleRow[]> {
 // ---------------------------------------------------------------------------------------------
 // CRUD domain functions.
 
-function uniqueViolation(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { code?: string }).code === "23505";
-}
-
 export async function createStatefulRule(
   ctx: AppContext,
   actor: Actor | null,
@@ -183,8 +179,7 @@ export async function createStatefulRule(
       return row as StatefulRuleRow;
     });
   } catch (err) {
-    if (uniqueViolation(err)) throw new ConflictError("a stateful alert rule with this name already exists");
-    throw err;
+    throw asDomainError(err, { message: "a stateful alert rule with this name already exists" });
   } finally {
     invalidateStatefulRuleCache(ctx.db);
   }
@@ -221,8 +216,7 @@ export async function updateStatefulRule(
       return row as StatefulRuleRow;
     });
   } catch (err) {
-    if (uniqueViolation(err)) throw new ConflictError("a stateful alert rule with this name already exists");
-    throw err;
+    throw asDomainError(err, { message: "a stateful alert rule with this name already exists" });
   } finally {
     invalidateStatefulRuleCache(ctx.db);
   }

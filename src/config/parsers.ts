@@ -1,3 +1,4 @@
+import { parseDurationSeconds } from "../kernel/duration.ts";
 /** Value parsers for environment variables. Each throws a plain Error whose message completes "<VAR> ...". */
 
 export type Parser<T> = (raw: string) => T;
@@ -74,14 +75,7 @@ export const list: Parser<string[]> = (raw) =>
     .filter((s) => s !== "");
 
 /** Durations such as 30s, 15m, 12h, 7d → seconds. */
-export function parseDurationSeconds(raw: string): number {
-  const m = /^(\d+)(s|m|h|d)$/.exec(raw.trim());
-  if (!m) throw new Error(`must be a duration like 30s, 15m, 12h or 7d, got '${raw}'`);
-  const mult = { s: 1, m: 60, h: 3600, d: 86400 }[m[2] as "s" | "m" | "h" | "d"];
-  return Number(m[1]) * mult;
-}
-
-export const duration: Parser<number> = parseDurationSeconds;
+export const duration: Parser<number> = (raw) => parseDurationSeconds(raw);
 
 /** Hide the password part of a URL before it is printed. */
 export function redactUrl(raw: string): string {

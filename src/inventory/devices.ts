@@ -1,6 +1,7 @@
 import { type Actor, hasPermission } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { ForbiddenError, InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
+import { isUuid } from "../kernel/ids.ts";
 import type { Queryable } from "../storage/db.ts";
 import { ident, join, type SqlFragment, sql } from "../storage/sql.ts";
 import { type DeviceRow, deviceJson } from "./device.ts";
@@ -174,8 +175,6 @@ export const DEVICE_SORTS = [
   "is_available",
 ] as const;
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function parseListParams(q: Query): DeviceListParams {
   const limit = parseLimit(q, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
   const offset = parseOffset(q, limit);
@@ -211,7 +210,7 @@ export function parseListParams(q: Query): DeviceListParams {
   if (source !== undefined && source.trim() !== "") params.source = source.trim().slice(0, 100);
   const group = one(q, "group_id");
   if (group !== undefined && group.trim() !== "") {
-    if (!UUID_RE.test(group.trim())) {
+    if (!isUuid(group.trim())) {
       throw new InvalidRequestError("group_id must be a UUID", {
         code: "invalid_group_id",
         source: { parameter: "group_id" },

@@ -1,12 +1,11 @@
 import { NotFoundError } from "../kernel/errors.ts";
+import { isUuid } from "../kernel/ids.ts";
 import type { Queryable } from "../storage/db.ts";
 import { sql } from "../storage/sql.ts";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** A device group by id or (case-insensitive, unique) name; 404 naming it when there is none. */
 export async function findGroup(q: Queryable, idOrName: string): Promise<{ id: string; name: string }> {
-  const rows = UUID.test(idOrName)
+  const rows = isUuid(idOrName)
     ? await q.many<{ id: string; name: string }>(
         sql`SELECT id, name FROM device_groups WHERE id = ${idOrName}::uuid`,
       )

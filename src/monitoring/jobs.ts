@@ -11,6 +11,7 @@ import { assignGroup } from "../inventory/groups.ts";
 import { ingestSightings, MAX_BATCH } from "../inventory/ingest.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
+import { isUuid } from "../kernel/ids.ts";
 import type { Queryable } from "../storage/db.ts";
 import { sql } from "../storage/sql.ts";
 import type { SnmpInterface } from "./checks/snmp-interfaces.ts";
@@ -32,7 +33,6 @@ import type { SweepHost, SweepSpec } from "./sweep.ts";
 export const FAILURE_ALERT_THRESHOLD = 3;
 
 /** Job ids are UUIDs; anything else cannot name a job (and would be a SQL cast error). */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface JobCheck extends CheckSpec {
   id: string;
@@ -183,7 +183,7 @@ export async function startJob(
   agentId: string,
   owner?: JobOwner,
 ): Promise<PollJobRow> {
-  if (!UUID.test(jobId)) throw new NotFoundError(`poll job ${jobId} not found`);
+  if (!isUuid(jobId)) throw new NotFoundError(`poll job ${jobId} not found`);
   if (!owner) return transitionJob(ctx.db, jobId, { op: "start", agentId }, ctx.now());
   return ctx.db.transaction(async (tx) => {
     await lockOwnedJob(tx, jobId, owner);
@@ -198,7 +198,7 @@ export async function failJob(
   error: { message: string; code: string },
   owner?: JobOwner,
 ): Promise<PollJobRow> {
-  if (!UUID.test(jobId)) throw new NotFoundError(`poll job ${jobId} not found`);
+  if (!isUuid(jobId)) throw new NotFoundError(`poll job ${jobId} not found`);
   const now = ctx.now();
   const job = await ctx.db.transaction(async (tx) => {
     if (owner) await lockOwnedJob(tx, jobId, owner);
@@ -454,7 +454,7 @@ export async function completeJob(
   submission: Submission,
 ): Promise<{ job: PollJobRow; recorded: number }> {
   const results = validResults(submission.results);
-  if (!UUID.test(jobId)) throw new NotFoundError(`poll job ${jobId} not found`);
+  if (!isUuid(jobId)) throw new NotFoundError(`poll job ${jobId} not found`);
   const { job, after, recorded } = await resultWriter(ctx).submit(jobId, submission, results);
   if (job.metadata?.kind === "sweep") await recordSweep(ctx, job, submission);
   await recordDiscoveredInterfaces(ctx, after, results, submission, job);

@@ -8,12 +8,12 @@ import type { FastifyInstance } from "fastify";
 import { findGroup } from "../inventory/groups.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../kernel/errors.ts";
+import { isUuid } from "../kernel/ids.ts";
 import { sql } from "../storage/sql.ts";
 import { expandCidrs } from "./sweep.ts";
 
 const view = { access: { permission: "infrastructure.view" }, rateLimit: "api_default" } as const;
 const manage = { access: { permission: "settings.networks.manage" }, rateLimit: "api_default" } as const;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function bad(field: string, message: string): never {
   throw new ValidationError(message, { source: { pointer: `/${field}` }, extra: { field } });
@@ -107,7 +107,7 @@ export function registerSweepRoutes(app: FastifyInstance, ctx: AppContext): void
     "/api/monitoring/sweeps/:id",
     { config: manage },
     async (req, reply) => {
-      if (!UUID.test(req.params.id)) throw new NotFoundError("sweep not found");
+      if (!isUuid(req.params.id)) throw new NotFoundError("sweep not found");
       const r = await ctx.db.query(sql`DELETE FROM network_sweeps WHERE id = ${req.params.id}`);
       if (r.rowCount === 0) throw new NotFoundError("sweep not found");
       return reply.code(204).send();

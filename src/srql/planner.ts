@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { isUuid } from "../kernel/ids.ts";
 import type { FilterNode, QueryAst, ScalarValue } from "./ast.ts";
 import { type EntityDecl, type FieldDecl, type FieldKind, findEntity } from "./catalog.ts";
 import { SrqlError } from "./errors.ts";
@@ -64,7 +65,6 @@ interface PlanBase {
 const TRUE = new Set(["true", "1", "yes", "y"]);
 const FALSE = new Set(["false", "0", "no", "n"]);
 const JSON_KEY = /^[A-Za-z0-9_\-:@$]+(?:\.[A-Za-z0-9_\-:@$]+){0,4}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INT_MAX = 9_007_199_254_740_991;
 
 function toTarget(f: FieldDecl, name = f.name): Target {
@@ -304,7 +304,7 @@ function planFilter(entity: EntityDecl, node: FilterNode, now: Date, out: Condit
 }
 
 function checkUuid(v: string, node: FilterNode): string {
-  if (!UUID.test(v.trim())) throw new SrqlError(`invalid uuid '${v}'`, node.token, node.span);
+  if (!isUuid(v.trim())) throw new SrqlError(`invalid uuid '${v}'`, node.token, node.span);
   return v.trim().toLowerCase();
 }
 

@@ -1,3 +1,5 @@
+import { ConflictError, type ErrorCode, ValidationError } from "../kernel/errors.ts";
+
 /** A database error carrying PostgreSQL's SQLSTATE, identical for both backends. */
 export class DbError extends Error {
   readonly code: string | undefined;
@@ -42,6 +44,34 @@ export function connectionFailureCode(code: string | undefined, message: string)
   if (code && /^[0-9A-Z]{5}$/.test(code)) return code;
   if ((code && CONNECTION_FAILURE.test(code)) || CONNECTION_FAILURE.test(message)) return "08006";
   return code;
+}
+
+/**
+ * The one translation of constraint violations into the errors an API answers (issue 11):
+ * unique → 409 (with the caller's message and code, e.g. "a user with this email already
+ * exists", `email_taken`), foreign key → 422 `invalid_reference`, check and not-null → 422.
+ * Anything else is returned unchanged. Use as `catch (err) { throw asDomainError(err, …) }`.
+ */
+export function asDomainError(err: unknown, unique: { message?: string; code?: ErrorCode } = {}): unknown {
+  if (!(err instanceof DbError)) return err;
+  switch (err.code) {
+    case SQLSTATE.uniqueViolation:
+      return new ConflictError(unique.message ?? "a resource with the same key already exists", {
+        code: unique.code ?? "conflict",
+        cause: err,
+      });
+    case SQLSTATE.foreignKeyViolation:
+      return new ValidationError("a referenced resource does not exist", {
+        code: "invalid_reference",
+        cause: err,
+      });
+    case SQLSTATE.checkViolation:
+      return new ValidationError(`value out of range (${err.constraint ?? "check"})`, { cause: err });
+    case SQLSTATE.notNullViolation:
+      return new ValidationError("a required value is missing", { cause: err });
+    default:
+      return err;
+  }
 }
 
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {

@@ -13,7 +13,9 @@ import {
   NotFoundError,
   ValidationError,
 } from "../../kernel/errors.ts";
+import { isUuid } from "../../kernel/ids.ts";
 import type { Queryable, Row } from "../../storage/db.ts";
+import { asDomainError } from "../../storage/db-error.ts";
 import { sql } from "../../storage/sql.ts";
 import { validateMatchExpression } from "./match-expression.ts";
 import { validateWebhookTemplate } from "./webhook-templates.ts";
@@ -31,11 +33,6 @@ function need(actor: Actor | null, perm: string): void {
 }
 
 const attr = (f: string) => ({ source: { pointer: `/data/attributes/${f}` } });
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function uniqueViolation(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { code?: string }).code === "23505";
-}
 
 async function mustExist(
   q: Queryable,
@@ -44,7 +41,7 @@ async function mustExist(
   field: string,
   what: string,
 ): Promise<Row> {
-  if (typeof id !== "string" || !UUID.test(id))
+  if (typeof id !== "string" || !isUuid(id))
     throw new ValidationError(`${field} must be a uuid`, attr(field));
   const row =
     table === "notification_escalation_policies"
@@ -137,8 +134,7 @@ export async function createChannel(ctx: AppContext, actor: Actor | null, input:
         ${input.execution_route ?? "control_plane"}, ${input.agent_uid ?? null})
       RETURNING *`)) as Row;
   } catch (err) {
-    if (uniqueViolation(err)) throw new ConflictError("a notification channel with this name already exists");
-    throw err;
+    throw asDomainError(err, { message: "a notification channel with this name already exists" });
   }
 }
 
@@ -197,8 +193,7 @@ export async function createPolicy(ctx: AppContext, actor: Actor | null, input: 
         ${input.repeat_interval_seconds ?? null}, ${input.resolve_notifies ?? true})
       RETURNING *`)) as Row;
   } catch (err) {
-    if (uniqueViolation(err)) throw new ConflictError("an escalation policy with this name already exists");
-    throw err;
+    throw asDomainError(err, { message: "an escalation policy with this name already exists" });
   }
 }
 
@@ -312,8 +307,7 @@ export async function createRoute(ctx: AppContext, actor: Actor | null, input: R
         ${input.group_interval_seconds ?? null}, ${input.continue ?? false})
       RETURNING *`)) as Row;
   } catch (err) {
-    if (uniqueViolation(err)) throw new ConflictError("a notification route with this name already exists");
-    throw err;
+    throw asDomainError(err, { message: "a notification route with this name already exists" });
   }
 }
 

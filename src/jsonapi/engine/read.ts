@@ -3,6 +3,7 @@
  */
 import type { Actor } from "../../access/actor.ts";
 import { ForbiddenError, InvalidRequestError, NotFoundError } from "../../kernel/errors.ts";
+import { isUuid } from "../../kernel/ids.ts";
 import type { Queryable, Row } from "../../storage/db.ts";
 import { ident, join, raw, type SqlFragment, sql } from "../../storage/sql.ts";
 import type { CollectionDecl, PathParams, QueryHelpers, QueryParamDecl, ResourceDecl } from "../define.ts";
@@ -28,7 +29,7 @@ import {
   tableRef,
 } from "./query.ts";
 import { document, idOf, type Linkage, type ResourceObject, toResourceObject } from "./serialize.ts";
-import { pgTypeOf, UUID_RE } from "./values.ts";
+import { pgTypeOf } from "./values.ts";
 
 const A = "r";
 
@@ -83,7 +84,7 @@ export function parseExtraParam(name: string, d: QueryParamDecl, v: DeepValue | 
         throw new InvalidRequestError(`${name} must be an integer`, { source: { parameter: name } });
       return Number(v);
     case "uuid":
-      if (!UUID_RE.test(v))
+      if (!isUuid(v))
         throw new InvalidRequestError(`${name} must be a uuid`, { source: { parameter: name } });
       return v;
     default:
@@ -271,7 +272,7 @@ export async function runList(
 /** Where-condition selecting one row by its (possibly composite) opaque id. */
 export function idCondition(res: ResourceDecl, id: string, alias = A): SqlFragment {
   if (typeof res.id.column !== "string") throw new NotFoundError(`${res.type} '${id}' not found`);
-  if (res.id.type === "uuid" && !UUID_RE.test(id)) throw new NotFoundError(`${res.type} '${id}' not found`);
+  if (res.id.type === "uuid" && !isUuid(id)) throw new NotFoundError(`${res.type} '${id}' not found`);
   if (res.id.type === "integer" && !/^-?\d{1,15}$/.test(id))
     throw new NotFoundError(`${res.type} '${id}' not found`);
   return sql`${ident(alias, res.id.column)} = CAST(${id} AS ${raw(pgTypeOf(res.id.type))})`;

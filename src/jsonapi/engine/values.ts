@@ -3,10 +3,10 @@
  */
 
 import { InvalidRequestError } from "../../kernel/errors.ts";
+import { isUuid } from "../../kernel/ids.ts";
 import { parseUntrustedJson } from "../../kernel/json.ts";
 import type { AttributeDecl, AttributeType } from "../define.ts";
 
-export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // RFC 3339 date-time (as ajv-formats "date-time"), zone required.
 export const DATETIME_RE =
   /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt ]([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):?[0-5]\d)$/;
@@ -80,7 +80,7 @@ export function parseQueryValue(
       if (!DATETIME_RE.test(raw) || Number.isNaN(Date.parse(raw))) throw bad("date-time (RFC 3339)");
       return raw;
     case "uuid":
-      if (!UUID_RE.test(raw)) throw bad("uuid");
+      if (!isUuid(raw)) throw bad("uuid");
       return raw.toLowerCase();
     case "enum":
       if (!attr.values?.includes(raw)) {

@@ -5,9 +5,9 @@
 import { randomUUID } from "node:crypto";
 import type { Actor } from "../../access/actor.ts";
 import type { AppContext } from "../../kernel/context.ts";
-import { ConflictError, InvalidRequestError, NotFoundError, ValidationError } from "../../kernel/errors.ts";
+import { ConflictError, InvalidRequestError, NotFoundError } from "../../kernel/errors.ts";
 import type { Queryable, Row } from "../../storage/db.ts";
-import { DbError, SQLSTATE } from "../../storage/db-error.ts";
+import { asDomainError } from "../../storage/db-error.ts";
 import { ident, join, raw, type SqlFragment, sql } from "../../storage/sql.ts";
 import {
   type ArgumentDecl,
@@ -74,18 +74,7 @@ function assignments(
   return out;
 }
 
-function mapDbError(err: unknown): unknown {
-  if (err instanceof DbError) {
-    if (err.code === SQLSTATE.uniqueViolation)
-      return new ConflictError("a resource with the same key already exists", { code: "conflict" });
-    if (err.code === SQLSTATE.foreignKeyViolation)
-      return new ValidationError("a referenced resource does not exist", { code: "invalid_reference" });
-    if (err.code === SQLSTATE.checkViolation)
-      return new ValidationError(`value out of range (${err.constraint ?? "check"})`);
-    if (err.code === SQLSTATE.notNullViolation) return new ValidationError("a required value is missing");
-  }
-  return err;
-}
+const mapDbError = (err: unknown): unknown => asDomainError(err);
 
 function checkType(res: ResourceDecl, body: JsonApiBody, style: "attributes" | "data"): void {
   if (style === "data") return;
