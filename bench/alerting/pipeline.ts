@@ -11,8 +11,8 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import pg from "pg";
 import { SYSTEM_ACTOR } from "../../src/access/actor.ts";
+import { triggerAlert } from "../../src/alerting/actions.ts";
 import { createEventRule, promoteStoredLogs } from "../../src/alerting/event-rules.ts";
-import { triggerAlert } from "../../src/alerting/lifecycle.ts";
 import {
   addStepChannel,
   createChannel,

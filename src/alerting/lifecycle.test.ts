@@ -11,7 +11,6 @@ import {
 import type { Db } from "../storage/db.ts";
 import { sql } from "../storage/sql.ts";
 import {
-  ALERT_STATE_MACHINE,
   acknowledgeAlert,
   autoEscalate,
   escalateAlert,
@@ -19,17 +18,18 @@ import {
   resolveAlert,
   suppressAlert,
   triggerAlert,
-} from "./lifecycle.ts";
+} from "./actions.ts";
+import { ALERT_STATE_MACHINE } from "./lifecycle.ts";
 import { clearAlertsFor, raiseAlert } from "./raise.ts";
-import { testActor, testClock, testContext } from "./test-context.ts";
+import { roleActor, testActor, testClock, testContext } from "./test-context.ts";
 import type { AlertRow, AlertStatus } from "./types.ts";
 
 let db: Db;
 const clock = testClock();
 let ctx: ReturnType<typeof testContext>;
-const operator = testActor("operator", [], "op@example.test");
+const operator = roleActor("operator", [], "op@example.test");
 const viewer = testActor("viewer", ["observability.alerts.view"]);
-const admin = testActor("admin", [], "admin@example.test");
+const admin = roleActor("admin", [], "admin@example.test");
 
 beforeAll(async () => {
   db = (await createTestDatabase()).db;

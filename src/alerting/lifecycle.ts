@@ -12,7 +12,7 @@
  * Every transition runs in a transaction holding the alert's row lock, so concurrent
  * operations serialise; listeners (notification routing) run after commit.
  */
-import { type Actor, hasPermission, hasRole, SYSTEM_ACTOR } from "../access/actor.ts";
+import type { Actor } from "../access/actor.ts";
 import {
   canTransition as canMachineTransition,
   checkTransition,
@@ -20,13 +20,7 @@ import {
   type StateMachine,
 } from "../jsonapi/state-machine.ts";
 import type { AppContext } from "../kernel/context.ts";
-import {
-  AuthenticationRequiredError,
-  ForbiddenError,
-  InvalidTransitionError,
-  NotFoundError,
-  ValidationError,
-} from "../kernel/errors.ts";
+import { NotFoundError, ValidationError } from "../kernel/errors.ts";
 import type { Queryable } from "../storage/db.ts";
 import { sql } from "../storage/sql.ts";
 import {
@@ -95,38 +89,6 @@ export async function emitAlertLifecycle(
       ctx.log.error({ err, alert_id: alert.id, event }, "alert lifecycle listener failed");
     }
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Permissions (reference 2.4 policies).
-
-function requireActor(actor: Actor | null): Actor {
-  if (!actor) throw new AuthenticationRequiredError();
-  return actor;
-}
-
-/** trigger: operator+ or observability.alerts.manage. */
-export function assertCanTrigger(actor: Actor | null): void {
-  const a = requireActor(actor);
-  if (!hasRole(a, "operator") && !hasPermission(a, "observability.alerts.manage")) throw new ForbiddenError();
-}
-
-/** acknowledge / resolve: operator+ or alerts.acknowledge or observability.alerts.manage. */
-export function assertCanAcknowledge(actor: Actor | null): void {
-  const a = requireActor(actor);
-  if (
-    !hasRole(a, "operator") &&
-    !hasPermission(a, "alerts.acknowledge") &&
-    !hasPermission(a, "observability.alerts.manage")
-  ) {
-    throw new ForbiddenError();
-  }
-}
-
-/** escalate / suppress / reopen by hand: admin. */
-export function assertCanAdminister(actor: Actor | null): void {
-  const a = requireActor(actor);
-  if (!hasRole(a, "admin")) throw new ForbiddenError();
 }
 
 function actorLabel(actor: Actor): string {
@@ -209,18 +171,6 @@ export async function insertAlert(q: Queryable, now: Date, input: TriggerAlertIn
   return row;
 }
 
-/** `POST /alerts`: trigger an alert (starts pending). */
-export async function triggerAlert(
-  ctx: AppContext,
-  actor: Actor | null,
-  input: TriggerAlertInput,
-): Promise<AlertRow> {
-  assertCanTrigger(actor);
-  const alert = await insertAlert(ctx.db, ctx.now(), input);
-  await emitAlertLifecycle(ctx, "trigger", alert);
-  return alert;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Transitions. `apply*` run on an open transaction (the JSON:API engine's, or ours) and do not
 // notify listeners; the ctx-level functions open a transaction and notify after commit.
@@ -235,16 +185,6 @@ async function lockForTransition(q: Queryable, id: string, op: AlertOperation): 
 async function must(p: Promise<AlertRow | undefined>, op: string): Promise<AlertRow> {
   const row = await p;
   if (!row) throw new Error(`alert ${op} updated no row`);
-  return row;
-}
-
-async function inTransaction(
-  ctx: AppContext,
-  op: AlertLifecycleEvent,
-  fn: (q: Queryable, now: Date) => Promise<AlertRow>,
-): Promise<AlertRow> {
-  const row = await ctx.db.transaction((tx) => fn(tx, ctx.now()));
-  await emitAlertLifecycle(ctx, op, row);
   return row;
 }
 
@@ -274,16 +214,6 @@ export async function applyAcknowledge(
   );
 }
 
-export async function acknowledgeAlert(
-  ctx: AppContext,
-  actor: Actor | null,
-  id: string,
-  input: AcknowledgeInput = {},
-): Promise<AlertRow> {
-  assertCanAcknowledge(actor);
-  return inTransaction(ctx, "acknowledge", (q, now) => applyAcknowledge(q, now, actor as Actor, id, input));
-}
-
 export interface ResolveInput {
   resolved_by?: string | null;
   resolution_note?: string | null;
@@ -307,16 +237,6 @@ export async function applyResolve(
   );
 }
 
-export async function resolveAlert(
-  ctx: AppContext,
-  actor: Actor | null,
-  id: string,
-  input: ResolveInput = {},
-): Promise<AlertRow> {
-  assertCanAcknowledge(actor);
-  return inTransaction(ctx, "resolve", (q, now) => applyResolve(q, now, actor as Actor, id, input));
-}
-
 export async function applyEscalate(
   q: Queryable,
   now: Date,
@@ -331,16 +251,6 @@ export async function applyEscalate(
       WHERE id = ${id} RETURNING *`),
     "escalate",
   );
-}
-
-export async function escalateAlert(
-  ctx: AppContext,
-  actor: Actor | null,
-  id: string,
-  input: { reason?: string | null } = {},
-): Promise<AlertRow> {
-  assertCanAdminister(actor);
-  return inTransaction(ctx, "escalate", (q, now) => applyEscalate(q, now, id, input));
 }
 
 export async function applySuppress(
@@ -359,16 +269,6 @@ export async function applySuppress(
   );
 }
 
-export async function suppressAlert(
-  ctx: AppContext,
-  actor: Actor | null,
-  id: string,
-  input: { until?: Date | string | null } = {},
-): Promise<AlertRow> {
-  assertCanAdminister(actor);
-  return inTransaction(ctx, "suppress", (q, now) => applySuppress(q, now, id, input));
-}
-
 export async function applyReopen(q: Queryable, now: Date, id: string): Promise<AlertRow> {
   await lockForTransition(q, id, "reopen");
   return must(
@@ -378,38 +278,6 @@ export async function applyReopen(q: Queryable, now: Date, id: string): Promise<
       WHERE id = ${id} RETURNING *`),
     "reopen",
   );
-}
-
-export async function reopenAlert(ctx: AppContext, actor: Actor | null, id: string): Promise<AlertRow> {
-  assertCanAdminister(actor);
-  return inTransaction(ctx, "reopen", (q, now) => applyReopen(q, now, id));
-}
-
-/**
- * Escalation by the notification policy (a later step fired while unacknowledged): a pending
- * or acknowledged alert is escalated; an already escalated one only has its level raised.
- */
-export async function recordPolicyEscalation(
-  ctx: AppContext,
-  id: string,
-  level: number,
-  reason: string,
-): Promise<AlertRow | null> {
-  const current = await ctx.db.one<AlertRow>(sql`SELECT * FROM alerts WHERE id = ${id}`);
-  if (!current) return null;
-  if (canTransition("escalate", current.status)) {
-    return escalateAlert(ctx, SYSTEM_ACTOR, id, { reason });
-  }
-  if (current.status === "escalated") {
-    const now = ctx.now();
-    return (
-      (await ctx.db.one<AlertRow>(sql`
-        UPDATE alerts SET escalation_level = GREATEST(escalation_level, ${level}), escalation_reason = ${reason},
-          updated_at = ${now}
-        WHERE id = ${id} AND status = 'escalated' RETURNING *`)) ?? null
-    );
-  }
-  return null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -442,51 +310,4 @@ export async function openIncident(
     if (again) return { alert: again, created: false };
     throw err;
   }
-}
-
-/** Resolve the open alert of an incident (if any) as the system. */
-export async function resolveIncident(
-  ctx: AppContext,
-  incidentKey: string,
-  input: ResolveInput = {},
-): Promise<AlertRow | null> {
-  const open = await findOpenIncident(ctx.db, incidentKey);
-  if (!open) return null;
-  try {
-    return await resolveAlert(ctx, SYSTEM_ACTOR, open.id, {
-      resolved_by: input.resolved_by ?? "system",
-      ...input,
-    });
-  } catch (err) {
-    if (err instanceof InvalidTransitionError) return null; // resolved concurrently
-    throw err;
-  }
-}
-
-/** Pending critical/emergency alerts older than this are escalated automatically (reference 2.4). */
-export const AUTO_ESCALATE_AFTER_SECONDS = 30 * 60;
-
-/**
- * The auto-escalation job: pending alerts of severity critical or emergency triggered more than
- * 30 minutes ago are escalated by the system. Returns the escalated alerts.
- */
-export async function autoEscalate(ctx: AppContext, limit = 500): Promise<AlertRow[]> {
-  const cutoff = new Date(ctx.now().getTime() - AUTO_ESCALATE_AFTER_SECONDS * 1000);
-  const due = await ctx.db.many<{ id: string }>(sql`
-    SELECT id FROM alerts
-    WHERE status = 'pending' AND severity IN ('critical', 'emergency') AND triggered_at < ${cutoff}
-    ORDER BY triggered_at LIMIT ${limit}`);
-  const out: AlertRow[] = [];
-  for (const { id } of due) {
-    try {
-      out.push(
-        await inTransaction(ctx, "escalate", (q, now) =>
-          applyEscalate(q, now, id, { reason: "unacknowledged for 30 minutes" }),
-        ),
-      );
-    } catch (err) {
-      if (!(err instanceof InvalidTransitionError)) throw err; // changed concurrently
-    }
-  }
-  return out;
 }

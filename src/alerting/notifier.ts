@@ -3,7 +3,8 @@
  * send at once) and a periodic tick (due escalation steps, retries, stateful-rule recovery).
  */
 import type { AppContext } from "../kernel/context.ts";
-import { type AlertListener, autoEscalate, onAlertLifecycle } from "./lifecycle.ts";
+import { autoEscalate } from "./actions.ts";
+import { type AlertListener, onAlertLifecycle } from "./lifecycle.ts";
 import { type DeliveryOptions, dispatchDueDeliveries } from "./notifications/delivery.ts";
 import { advanceEscalations, notifyRenotify, notifyResolved, routeAlert } from "./notifications/routing.ts";
 import { sweepStatefulRules } from "./stateful-rules.ts";

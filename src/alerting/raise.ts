@@ -6,7 +6,8 @@
 import type { Actor } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { sql } from "../storage/sql.ts";
-import { openIncident, resolveIncident, type TriggerAlertInput } from "./lifecycle.ts";
+import { resolveIncident } from "./actions.ts";
+import { openIncident, type TriggerAlertInput } from "./lifecycle.ts";
 import type { AlertRow } from "./types.ts";
 
 export interface RaiseAlertInput extends Omit<TriggerAlertInput, "incident_key"> {

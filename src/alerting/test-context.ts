@@ -3,6 +3,7 @@
  * controllable clock, and actors with explicit permissions. Used by *.test.ts only.
  */
 import type { Actor, Role } from "../access/actor.ts";
+import { roleDefaults } from "../access/permissions.ts";
 import { loadConfig } from "../config/config.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { createLogger } from "../kernel/logger.ts";
@@ -50,4 +51,12 @@ export function testActor(role: Role | null, permissions: string[] = [], email?:
     authMethod: "api_token",
     partitions: null,
   };
+}
+
+/**
+ * A user holding exactly what their role grants by default (as sign-in builds them), plus
+ * `extra`: the production-like actor for tests of permission-checked actions.
+ */
+export function roleActor(role: Role, extra: string[] = [], email?: string): Actor {
+  return testActor(role, [...roleDefaults(role), ...extra], email);
 }

@@ -285,8 +285,12 @@ export interface OperationDecl {
   /** Operation name shown in errors and OpenAPI, e.g. "activate", "drain/start". */
   name: string;
   method?: "PATCH" | "POST";
-  /** Path below `/:id` (member) or below the base (collection), e.g. "/drain/start". */
-  path: string;
+  /**
+   * Path below `/:id` (member) or below the base (collection), e.g. "/drain/start". Without a
+   * path the operation has no HTTP route: it runs only through `runAction` (jobs, the CLI,
+   * domain code), with the same policy, transition check and hooks.
+   */
+  path?: string;
   /** "member" (default) operates on one record; "collection" has no id. */
   target?: "member" | "collection";
   access: AccessRule;

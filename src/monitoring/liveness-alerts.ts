@@ -1,5 +1,5 @@
 import { SYSTEM_ACTOR } from "../access/actor.ts";
-import { resolveIncident } from "../alerting/lifecycle.ts";
+import { resolveIncident } from "../alerting/actions.ts";
 import { raiseAlert } from "../alerting/raise.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { sql } from "../storage/sql.ts";

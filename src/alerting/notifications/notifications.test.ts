@@ -6,12 +6,13 @@ import { createTestDatabase } from "../../../test/helpers/database.ts";
 import { ConflictError, ForbiddenError, ValidationError } from "../../kernel/errors.ts";
 import type { Db, Row } from "../../storage/db.ts";
 import { sql } from "../../storage/sql.ts";
+import { acknowledgeAlert, resolveAlert, triggerAlert } from "../actions.ts";
 import { promoteLogs } from "../event-rules.ts";
 import { writeInternalLog } from "../internal-log.ts";
-import { acknowledgeAlert, onAlertLifecycle, resolveAlert, triggerAlert } from "../lifecycle.ts";
+import { onAlertLifecycle } from "../lifecycle.ts";
 import { lifecycleListener } from "../notifier.ts";
 import { createStatefulRule } from "../stateful-rules.ts";
-import { testActor, testClock, testContext } from "../test-context.ts";
+import { roleActor, testActor, testClock, testContext } from "../test-context.ts";
 import type { AlertRow } from "../types.ts";
 import {
   addStepChannel,
@@ -34,7 +35,7 @@ const admin = testActor(
   ["notifications.channels.manage", "notifications.routes.manage"],
   "admin@example.test",
 );
-const operator = testActor("operator", [], "op@example.test");
+const operator = roleActor("operator", [], "op@example.test");
 
 // A loopback webhook receiver whose answers the test scripts.
 interface Hook {

@@ -13,7 +13,7 @@
 import type { AppContext } from "../../kernel/context.ts";
 import type { Queryable } from "../../storage/db.ts";
 import { sql } from "../../storage/sql.ts";
-import { recordPolicyEscalation } from "../lifecycle.ts";
+import { recordPolicyEscalation } from "../actions.ts";
 import type { AlertRow } from "../types.ts";
 import { alertMatchContext, alertOnlyContext } from "./match-context.ts";
 import { evaluateMatchExpression } from "./match-expression.ts";

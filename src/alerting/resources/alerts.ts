@@ -13,7 +13,10 @@ import {
   ALERT_STATE_MACHINE,
   type AlertLifecycleEvent,
   applyAcknowledge,
+  applyEscalate,
+  applyReopen,
   applyResolve,
+  applySuppress,
   emitAlertLifecycle,
   insertAlert,
   type TriggerAlertInput,
@@ -30,11 +33,21 @@ const VIEW = { permission: "observability.alerts.view" } as const;
 const MANAGE = { permission: "observability.alerts.manage" } as const;
 const ACK = { permission: "alerts.acknowledge" } as const;
 
+/** Operations that change an alert's status; listeners (notification routing) hear each after commit. */
+const LIFECYCLE_OPERATIONS: ReadonlySet<string> = new Set([
+  "acknowledge",
+  "resolve",
+  "escalate",
+  "suppress",
+  "reopen",
+]);
+const ADMIN = { role: "admin" } as const;
+
 async function afterCommit(app: AppContext, _actor: Actor, ev: HookEvent): Promise<void> {
   let event: AlertLifecycleEvent | null = null;
   if (ev.action === "create") event = "trigger";
-  else if (ev.action === "operation" && (ev.operation === "acknowledge" || ev.operation === "resolve")) {
-    event = ev.operation;
+  else if (ev.action === "operation" && LIFECYCLE_OPERATIONS.has(ev.operation)) {
+    event = ev.operation as AlertLifecycleEvent;
   }
   const id = ev.record?.id;
   if (!event || !id) return;
@@ -151,6 +164,38 @@ export const alertResource = registerResource(
             resolved_by: input.resolved_by as string | undefined,
             resolution_note: input.resolution_note as string | undefined,
           });
+        },
+      },
+      // By hand, admins only, and without a v2 route (spec 4.1 names acknowledge and resolve):
+      // run through the action runner by the CLI, MCP and domain code.
+      {
+        name: "escalate",
+        access: ADMIN,
+        summary: "Escalate (from pending or acknowledged); the escalation level rises by one",
+        arguments: { reason: { type: "string", maxLength: 10000 } },
+        handler: async (c, _actor, record, input) => {
+          await applyEscalate(c.tx, c.now, String(record?.id), {
+            reason: input.reason as string | undefined,
+          });
+        },
+      },
+      {
+        name: "suppress",
+        access: ADMIN,
+        summary: "Suppress (from pending, acknowledged or escalated) until a time, or indefinitely",
+        arguments: { until: { type: "datetime" } },
+        handler: async (c, _actor, record, input) => {
+          await applySuppress(c.tx, c.now, String(record?.id), {
+            until: input.until as string | Date | undefined,
+          });
+        },
+      },
+      {
+        name: "reopen",
+        access: ADMIN,
+        summary: "Reopen (from resolved or suppressed) back to pending",
+        handler: async (c, _actor, record) => {
+          await applyReopen(c.tx, c.now, String(record?.id));
         },
       },
       {

@@ -84,7 +84,9 @@ export function routeSpecs(resources: readonly ResourceDecl[]): RouteSpec[] {
         paginated: c.paginate !== false && !c.single,
       });
     }
-    for (const op of (res.operations ?? []).filter((o) => o.target === "collection")) {
+    for (const op of (res.operations ?? []).filter(
+      (o) => o.target === "collection" && o.path !== undefined,
+    )) {
       specs.push(operationSpec(res, op));
     }
     if (!res.readOnly && routes.read !== false && typeof res.id.column === "string") {
@@ -155,7 +157,7 @@ export function routeSpecs(resources: readonly ResourceDecl[]): RouteSpec[] {
         paginated: false,
       });
     }
-    for (const op of (res.operations ?? []).filter((o) => o.target !== "collection"))
+    for (const op of (res.operations ?? []).filter((o) => o.target !== "collection" && o.path !== undefined))
       specs.push(operationSpec(res, op));
   }
   return specs;

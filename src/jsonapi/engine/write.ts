@@ -354,20 +354,38 @@ export function operationInput(op: OperationDecl, body: JsonApiBody): Record<str
   return { ...(body.data?.attributes ?? {}) };
 }
 
-export async function runOperation(
-  w: WriteRequest,
+/** What one run of a declared operation produced. */
+export interface OperationRun {
+  /** The record after the operation (null for collection operations without a record). */
+  record: RecordView | null;
+  /** A handler's own response body (`{ raw }`), answered as is by the HTTP adapter. */
+  raw: { raw: unknown; status?: number } | null;
+  /** The JSON:API document of the record, when `baseUrl` was given (the HTTP adapter). */
+  document: unknown;
+}
+
+/**
+ * The one implementation of a declared operation, whoever calls it (the v2 route, the action
+ * runner for jobs, CLI, MCP and domain code): load and lock the record, check the state
+ * machine's transition, apply `set` and the handler, run `afterWrite` in the transaction and
+ * `afterCommit` after it. Policy is the caller's: the v2 route enforces it before parsing the
+ * body, `runAction` before calling this.
+ */
+export async function executeOperation(
+  app: AppContext,
+  res: ResourceDecl,
   op: OperationDecl,
+  actor: Actor,
   id: string | null,
-): Promise<WriteOutcome> {
-  const { app, res, actor, body } = w;
-  checkType(res, body, op.bodyStyle ?? "attributes");
-  if (id !== null && op.bodyStyle !== "data") checkId(res, body, id);
-  const input = operationInput(op, body);
+  input: Record<string, unknown>,
+  opts: { params?: PathParams; baseUrl?: string } = {},
+): Promise<OperationRun> {
   const now = app.now();
+  const params = opts.params ?? (id !== null ? { id } : {});
   let event: HookEvent | null = null;
   let rawOut: { raw: unknown; status?: number } | null = null;
   const out = await runIn(app, op.transaction !== false, async (tx, inTx) => {
-    const c: OperationContext = { app, tx, now, resource: res, params: w.params };
+    const c: OperationContext = { app, tx, now, resource: res, params };
     let before: RecordView | null = null;
     if (id !== null) {
       const row = await loadRow(tx, res, id, actor, now, inTx);
@@ -394,9 +412,7 @@ export async function runOperation(
     let resId = id;
     if (op.handler) {
       const r = await op.handler(c, actor, before, input);
-      if (isRaw(r)) {
-        rawOut = r;
-      }
+      if (isRaw(r)) rawOut = r;
       resId = resultId(r, id);
     }
     const afterRow = resId ? await loadRow(tx, res, resId, actor, now) : undefined;
@@ -407,19 +423,32 @@ export async function runOperation(
       before,
     };
     await res.hooks?.afterWrite?.(c, actor, event);
-    if (rawOut) return null;
+    if (rawOut) return { record: event.record, document: null };
     if (!resId) throw new Error(`jsonapi: ${res.type}.${op.name} produced no record`);
-    return respond(app, tx, res, resId, actor, w.baseUrl);
+    const doc = opts.baseUrl === undefined ? null : await respond(app, tx, res, resId, actor, opts.baseUrl);
+    return { record: event.record, document: doc };
   }).catch((err) => {
     throw mapDbError(err);
   });
   if (event) await afterCommit(app, res, actor, event);
-  if (rawOut)
-    return {
-      status: (rawOut as { status?: number }).status ?? op.status ?? 200,
-      body: (rawOut as { raw: unknown }).raw,
-    };
-  return { status: op.status ?? 200, body: out };
+  return { ...out, raw: rawOut };
+}
+
+/** The v2 route's adapter: the JSON:API body in, the JSON:API document out. */
+export async function runOperation(
+  w: WriteRequest,
+  op: OperationDecl,
+  id: string | null,
+): Promise<WriteOutcome> {
+  const { app, res, actor, body } = w;
+  checkType(res, body, op.bodyStyle ?? "attributes");
+  if (id !== null && op.bodyStyle !== "data") checkId(res, body, id);
+  const run = await executeOperation(app, res, op, actor, id, operationInput(op, body), {
+    params: w.params,
+    baseUrl: w.baseUrl,
+  });
+  if (run.raw) return { status: run.raw.status ?? op.status ?? 200, body: run.raw.raw };
+  return { status: op.status ?? 200, body: run.document };
 }
 
 /** Arguments accepted by create (writable attributes + extra arguments). */

@@ -1,0 +1,85 @@
+/**
+ * The action runner: the domain API every caller uses (issue 11). A resource's declared
+ * operation — its policy, state-machine transition, changes, handler and hooks — runs through
+ * `runAction` from jobs, the CLI, MCP and domain code exactly as its v2 route runs it, so
+ * there is one implementation and one permission check per action.
+ *
+ *   runAction(ctx, actor, "alert", "acknowledge", { id, input: { note: "on it" } })
+ *
+ * Policy: the operation's declared access rule, decided by the one evaluator
+ * (src/access/rule.ts). The system actor (scheduler, rule engines) passes every rule.
+ */
+import type { Actor } from "../../access/actor.ts";
+import type { AppContext } from "../../kernel/context.ts";
+import { AuthenticationRequiredError, NotFoundError } from "../../kernel/errors.ts";
+import type { OperationDecl, RecordView, ResourceDecl } from "../define.ts";
+import { getResource } from "../registry.ts";
+import { enforce } from "./access.ts";
+import { executeOperation, runCreate } from "./write.ts";
+
+export interface ActionRequest {
+  /** The record of a member operation; omitted for collection operations. */
+  id?: string | null;
+  /** The operation's arguments (what a v2 body carries in `data.attributes`). */
+  input?: Record<string, unknown>;
+}
+
+export interface ActionResult {
+  /** The id of the record the action created or changed. */
+  id: string | null;
+  /** The record after the action, as the caller may see it (operations). */
+  record: RecordView | null;
+  /** A handler's own result (`{ raw }` handlers), when it produced one. */
+  raw: unknown;
+}
+
+/** A declared operation by resource type and name; throws for an undeclared one (a bug, not input). */
+export function declaredOperation(type: string, name: string): { res: ResourceDecl; op: OperationDecl } {
+  const res = getResource(type);
+  if (!res) throw new Error(`runAction: no resource of type '${type}' is registered`);
+  const op = res.operations?.find((o) => o.name === name);
+  if (!op) throw new Error(`runAction: ${type} declares no operation '${name}'`);
+  return { res, op };
+}
+
+export async function runAction(
+  ctx: AppContext,
+  actor: Actor | null,
+  type: string,
+  name: string,
+  req: ActionRequest = {},
+): Promise<ActionResult> {
+  if (name === "create") return runCreateAction(ctx, actor, type, req.input ?? {});
+  const { res, op } = declaredOperation(type, name);
+  const who = enforce(op.access, actor);
+  if (!who) throw new AuthenticationRequiredError();
+  const member = op.target !== "collection";
+  const id = member ? (req.id ?? null) : null;
+  if (member && !id) throw new NotFoundError(`${type} id is required for '${name}'`);
+  const run = await executeOperation(ctx, res, op, who, id, { ...(req.input ?? {}) });
+  return { id: run.record ? String(run.record.id) : null, record: run.record, raw: run.raw?.raw ?? null };
+}
+
+/** The declared `create` action, through the same code as `POST /api/v2/<base>`. */
+async function runCreateAction(
+  ctx: AppContext,
+  actor: Actor | null,
+  type: string,
+  input: Record<string, unknown>,
+): Promise<ActionResult> {
+  const res = getResource(type);
+  const create = res?.actions?.create;
+  if (!res || !create) throw new Error(`runAction: ${type} declares no create action`);
+  const who = enforce(create.access, actor);
+  if (!who) throw new AuthenticationRequiredError();
+  const out = await runCreate({
+    app: ctx,
+    res,
+    actor: who,
+    body: { data: { type: res.type, attributes: { ...input } } },
+    params: {},
+    baseUrl: "",
+  });
+  const data = (out.body as { data?: { id?: string } } | null)?.data;
+  return { id: data?.id ?? null, record: null, raw: data ? null : out.body };
+}
