@@ -1,291 +1,132 @@
 /**
- * Gateway and agent lifecycle as driven by the monitoring processes (register, connect,
- * heartbeat, degrade, drain, disconnect) and by the core's liveness sweep. The transitions
- * are the JSON:API engineer's state machines (src/jsonapi/infrastructure/machines.ts): the
- * same allowed source states as the `/api/v2/gateways` and `/api/v2/agents` operations.
+ * Gateway and agent lifecycle as the monitoring processes drive it (register, connect,
+ * heartbeat, degrade, drain, disconnect). The embedded gateway and agent act through the
+ * declared `gateway`/`agent` actions (src/jsonapi/infrastructure/resources.ts) with the same
+ * control-plane identity a remote process's credential carries — so the in-process link runs
+ * exactly the code `POST/PATCH /api/v2/gateways|agents…` runs for a remote one (issue 11).
  */
-import { agentMachine, gatewayMachine } from "../jsonapi/infrastructure/machines.ts";
-import { checkTransition, type StateMachine } from "../jsonapi/state-machine.ts";
+import type { Actor } from "../access/actor.ts";
+import "../jsonapi/infrastructure/resources.ts";
+import { runAction } from "../jsonapi/engine/actions.ts";
 import type { AppContext } from "../kernel/context.ts";
-import { NotFoundError } from "../kernel/errors.ts";
-import type { Queryable } from "../storage/db.ts";
-import { ident, join, sql } from "../storage/sql.ts";
+import { sql } from "../storage/sql.ts";
+import type { AgentRegistration } from "./fleet-transitions.ts";
 
-/** A gateway or agent whose last heartbeat is older than this is marked offline/disconnected. */
-export const DEFAULT_HEARTBEAT_TIMEOUT_SECONDS = 60;
-/** How often the processes heartbeat. */
-export const HEARTBEAT_INTERVAL_SECONDS = 10;
+export {
+  type AgentRegistration,
+  DEFAULT_HEARTBEAT_TIMEOUT_SECONDS,
+  HEARTBEAT_INTERVAL_SECONDS,
+  markSilent,
+} from "./fleet-transitions.ts";
 
-type Table = {
-  table: "gateways" | "agents";
-  key: "gateway_id" | "uid";
-  touch: string;
-  machine: StateMachine;
+export type GatewayOp = "heartbeat" | "start_draining" | "finish_draining" | "degrade" | "restore_health";
+export type AgentOp = "establish_connection" | "heartbeat" | "degrade" | "lose_connection";
+
+/** Transition → the declared operation that performs it (also the v2 route below `/:id`). */
+export const GATEWAY_OPERATIONS: Record<GatewayOp, string> = {
+  heartbeat: "heartbeat",
+  start_draining: "drain/start",
+  finish_draining: "drain/finish",
+  degrade: "degrade",
+  restore_health: "restore",
 };
-const GW: Table = { table: "gateways", key: "gateway_id", touch: "updated_at", machine: gatewayMachine };
-const AG: Table = { table: "agents", key: "uid", touch: "modified_time", machine: agentMachine };
+export const AGENT_OPERATIONS: Record<AgentOp, string> = {
+  establish_connection: "connect",
+  heartbeat: "heartbeat",
+  degrade: "degrade",
+  lose_connection: "disconnect",
+};
 
-async function apply(
-  tx: Queryable,
-  t: Table,
-  id: string,
-  transition: string,
-  set: Record<string, unknown>,
-  now: Date,
-): Promise<Record<string, unknown>> {
-  const row = await tx.one(sql`SELECT * FROM ${ident(t.table)} WHERE ${ident(t.key)} = ${id} FOR UPDATE`);
-  if (!row) throw new NotFoundError(`${t.machine.name} ${id} not found`);
-  const to = checkTransition(t.machine, transition, String(row.status));
-  const cols = { ...set, status: to, [t.touch]: now };
-  const assignments = Object.entries(cols).map(([k, v]) =>
-    k === "capabilities" || k === "metadata"
-      ? sql`${ident(k)} = ${JSON.stringify(v)}::jsonb`
-      : sql`${ident(k)} = ${v}`,
-  );
-  return (await tx.one(
-    sql`UPDATE ${ident(t.table)} SET ${join(assignments)} WHERE ${ident(t.key)} = ${id} RETURNING *`,
-  )) as Record<string, unknown>;
+/** The identity a control-plane credential named `name` authenticates as (src/access/tokens.ts). */
+export function controlPlaneActor(kind: "gateway" | "agent", name: string): Actor {
+  return {
+    kind,
+    id: `${kind}:${name}`,
+    email: null,
+    role: "viewer",
+    roleProfileId: null,
+    permissions: new Set(),
+    authMethod: "control_plane",
+    scopes: [],
+    partitions: null,
+  };
 }
 
-/** Register (or re-register after a restart) a gateway; it ends healthy. */
+async function row(
+  ctx: AppContext,
+  table: "gateways" | "agents",
+  id: string,
+): Promise<Record<string, unknown>> {
+  const key = table === "gateways" ? sql`gateway_id` : sql`uid`;
+  const r = await ctx.db.one(
+    sql`SELECT * FROM ${table === "gateways" ? sql`gateways` : sql`agents`} WHERE ${key} = ${id}`,
+  );
+  if (!r) throw new Error(`${table} ${id} vanished after its action`);
+  return r;
+}
+
+/** Register (or re-register after a restart) a gateway, as the gateway itself; it ends healthy. */
 export async function registerGateway(
   ctx: AppContext,
   id: string,
-  attrs: { component_id?: string; metadata?: Record<string, unknown>; created_by?: string } = {},
+  attrs: { component_id?: string; metadata?: Record<string, unknown> } = {},
 ): Promise<Record<string, unknown>> {
-  const now = ctx.now();
-  return ctx.db.transaction(async (tx) => {
-    const existing = await tx.one<{ status: string }>(
-      sql`SELECT status FROM gateways WHERE gateway_id = ${id} FOR UPDATE`,
-    );
-    if (!existing) {
-      return (await tx.one(sql`
-        INSERT INTO gateways (gateway_id, component_id, registration_source, status, first_registered, first_seen,
-                              last_seen, metadata, created_by, is_healthy, updated_at)
-        VALUES (${id}, ${attrs.component_id ?? id}, 'auto', 'healthy', ${now}, ${now}, ${now},
-                ${JSON.stringify(attrs.metadata ?? {})}::jsonb, ${attrs.created_by ?? null}, true, ${now})
-        RETURNING *`)) as Record<string, unknown>;
-    }
-    return reRegisterGateway(tx, id, existing.status, now);
+  await runAction(ctx, controlPlaneActor("gateway", id), "gateway", "create", {
+    id,
+    input: {
+      component_id: attrs.component_id ?? id,
+      registration_source: "auto",
+      ...(attrs.metadata !== undefined ? { metadata: attrs.metadata } : {}),
+    },
   });
-}
-
-/**
- * A known gateway registers again (its process restarted): walk the gateway state machine
- * back to healthy from wherever it is. Shared by the embedded link and by
- * `POST /api/v2/gateways` from the gateway's own credential. The row must be locked.
- */
-export async function reRegisterGateway(
-  tx: Queryable,
-  id: string,
-  status: string,
-  now: Date,
-): Promise<Record<string, unknown>> {
-  const healthy = { is_healthy: true, last_seen: now, status_reason: null };
-  switch (status) {
-    case "inactive":
-      return apply(tx, GW, id, "activate", healthy, now);
-    case "draining":
-      await apply(tx, GW, id, "go_offline", {}, now);
-      await apply(tx, GW, id, "recover", {}, now);
-      return apply(tx, GW, id, "restore_health", healthy, now);
-    case "offline":
-      await apply(tx, GW, id, "recover", {}, now);
-      return apply(tx, GW, id, "restore_health", healthy, now);
-    case "degraded":
-    case "recovering":
-      return apply(tx, GW, id, "restore_health", healthy, now);
-    case "maintenance":
-      // An operator put it in maintenance: coming back does not end that.
-      return apply(tx, GW, id, "heartbeat", { last_seen: now }, now);
-    default:
-      return apply(tx, GW, id, "heartbeat", { last_seen: now, is_healthy: true }, now);
-  }
+  return row(ctx, "gateways", id);
 }
 
 export async function gatewayOperation(
   ctx: AppContext,
   id: string,
-  op: "heartbeat" | "start_draining" | "finish_draining" | "degrade" | "restore_health",
-  input: { is_healthy?: boolean; agent_count?: number; checker_count?: number } = {},
+  op: GatewayOp,
+  input: { is_healthy?: boolean; agent_count?: number; checker_count?: number; reason?: string } = {},
 ): Promise<Record<string, unknown>> {
-  const now = ctx.now();
-  const set: Record<string, unknown> = {};
-  if (op === "heartbeat") {
-    set.last_seen = now;
-    for (const k of ["is_healthy", "agent_count", "checker_count"] as const)
-      if (input[k] !== undefined) set[k] = input[k];
-  }
-  if (op === "finish_draining" || op === "degrade") set.is_healthy = false;
-  if (op === "restore_health") Object.assign(set, { is_healthy: true, last_seen: now });
-  return ctx.db.transaction(async (tx) => {
-    if (op === "heartbeat" && set.is_healthy === true) {
-      // A late heartbeat (sent before a drain, delivered after it) must not mark a
-      // draining or offline gateway healthy again; only registration/recover does that.
-      const row = await tx.one<{ status: string }>(
-        sql`SELECT status FROM gateways WHERE gateway_id = ${id} FOR UPDATE`,
-      );
-      if (row && ["draining", "offline", "inactive"].includes(row.status)) delete set.is_healthy;
-    }
-    return apply(tx, GW, id, op, set, now);
-  });
+  await runAction(ctx, controlPlaneActor("gateway", id), "gateway", GATEWAY_OPERATIONS[op], { id, input });
+  return row(ctx, "gateways", id);
 }
 
-/** Register (or re-register) an agent; it ends `connecting` until `connectAgent`. */
+/**
+ * Register (or re-register) an agent; it ends `connecting` until it connects. Done by its
+ * gateway (as a remote gateway does over HTTP), or by the agent itself when it has none.
+ */
 export async function registerAgent(
   ctx: AppContext,
   uid: string,
   attrs: AgentRegistration = {},
 ): Promise<Record<string, unknown>> {
-  const now = ctx.now();
-  return ctx.db.transaction(async (tx) => {
-    const existing = await tx.one<{ status: string }>(
-      sql`SELECT status FROM agents WHERE uid = ${uid} FOR UPDATE`,
-    );
-    if (!existing) {
-      return (await tx.one(sql`
-        INSERT INTO agents (uid, name, type_id, type, vendor_name, version, gateway_id, capabilities, host, status,
-                            is_healthy, first_seen_time, last_seen_time, created_time, modified_time, config_source)
-        VALUES (${uid}, ${attrs.name ?? uid}, 4, 'netmon-agent', 'netmon', ${attrs.version ?? null}, ${attrs.gateway_id ?? null},
-                ${JSON.stringify(attrs.capabilities ?? [])}::jsonb, ${attrs.host ?? null}, 'connecting', true,
-                ${now}, ${now}, ${now}, ${now}, 'remote')
-        RETURNING *`)) as Record<string, unknown>;
-    }
-    return reRegisterAgent(tx, uid, existing.status, attrs, now);
+  const actor = attrs.gateway_id
+    ? controlPlaneActor("gateway", attrs.gateway_id)
+    : controlPlaneActor("agent", uid);
+  await runAction(ctx, actor, "agent", "create", {
+    input: {
+      uid,
+      name: attrs.name ?? uid,
+      type_id: 4,
+      type: "netmon-agent",
+      vendor_name: "netmon",
+      ...(attrs.gateway_id ? { gateway_id: attrs.gateway_id } : {}),
+      ...(attrs.capabilities ? { capabilities: attrs.capabilities } : {}),
+      ...(attrs.host ? { host: attrs.host } : {}),
+      ...(attrs.version ? { version: attrs.version } : {}),
+    },
   });
+  return row(ctx, "agents", uid);
 }
 
-export interface AgentRegistration {
-  name?: string;
-  gateway_id?: string | null;
-  capabilities?: string[];
-  host?: string;
-  version?: string;
-}
-
-/**
- * A known agent registers again (restart, or a new gateway): it ends `connecting`, through
- * the internal `reconnect`/`recover` transitions (a connected one first loses its old
- * connection). Shared by the embedded link and `POST /api/v2/agents` from a control-plane
- * credential. The row must be locked.
- */
-export async function reRegisterAgent(
-  tx: Queryable,
-  uid: string,
-  status: string,
-  attrs: AgentRegistration,
-  now: Date,
-): Promise<Record<string, unknown>> {
-  const set: Record<string, unknown> = {
-    last_seen_time: now,
-    ...(attrs.capabilities ? { capabilities: attrs.capabilities } : {}),
-    ...(attrs.host ? { host: attrs.host } : {}),
-    ...(attrs.version ? { version: attrs.version } : {}),
-    ...(attrs.gateway_id ? { gateway_id: attrs.gateway_id } : {}),
-  };
-  switch (status) {
-    case "disconnected":
-      return apply(tx, AG, uid, "reconnect", set, now);
-    case "unavailable":
-      return apply(tx, AG, uid, "recover", set, now);
-    case "connected":
-    case "degraded":
-      // Restarted without a clean disconnect: drop the old connection first.
-      await apply(tx, AG, uid, "lose_connection", {}, now);
-      return apply(tx, AG, uid, "reconnect", set, now);
-    default:
-      return apply(tx, AG, uid, "heartbeat", set, now);
-  }
-}
-
-/**
- * The internal `restore_health` transition: a degraded agent whose heartbeat reports it
- * healthy again is connected again (the v2 surface has no route for it; spec §3).
- */
-export async function restoreAgentIfHealthy(tx: Queryable, uid: string, now: Date): Promise<void> {
-  const row = await tx.one<{ status: string; is_healthy: boolean }>(
-    sql`SELECT status, is_healthy FROM agents WHERE uid = ${uid} FOR UPDATE`,
-  );
-  if (row?.status === "degraded" && row.is_healthy) await apply(tx, AG, uid, "restore_health", {}, now);
-}
-
+/** An agent's own lifecycle operation (relayed by its gateway). */
 export async function agentOperation(
   ctx: AppContext,
   uid: string,
-  op: "establish_connection" | "heartbeat" | "degrade" | "lose_connection",
+  op: AgentOp,
   input: { gateway_id?: string; is_healthy?: boolean; capabilities?: string[] } = {},
 ): Promise<Record<string, unknown>> {
-  const now = ctx.now();
-  const set: Record<string, unknown> = {};
-  if (op === "establish_connection")
-    Object.assign(
-      set,
-      { is_healthy: true, last_seen_time: now },
-      input.gateway_id ? { gateway_id: input.gateway_id } : {},
-    );
-  if (op === "heartbeat") {
-    set.last_seen_time = now;
-    if (input.is_healthy !== undefined) set.is_healthy = input.is_healthy;
-    if (input.capabilities) set.capabilities = input.capabilities;
-  }
-  if (op === "degrade") set.is_healthy = false;
-  if (op === "lose_connection") set.gateway_id = null;
-  return ctx.db.transaction(async (tx) => {
-    const row = await apply(tx, AG, uid, op, set, now);
-    if (op === "heartbeat" && input.is_healthy === true) await restoreAgentIfHealthy(tx, uid, now);
-    return row;
-  });
-}
-
-/**
- * Liveness sweep (leader-only): gateways silent for `timeoutSeconds` lose their connection
- * (→ offline), agents silent that long are disconnected (connecting ones fail to connect).
- */
-export async function markSilent(
-  ctx: AppContext,
-  timeoutSeconds = DEFAULT_HEARTBEAT_TIMEOUT_SECONDS,
-): Promise<{ gateways: string[]; agents: string[] }> {
-  const now = ctx.now();
-  const cutoff = new Date(now.getTime() - timeoutSeconds * 1000);
-  const gws = await ctx.db.many<{ gateway_id: string }>(sql`
-    SELECT gateway_id FROM gateways WHERE status IN ('healthy', 'degraded') AND (last_seen IS NULL OR last_seen < ${cutoff})`);
-  const ags = await ctx.db.many<{ uid: string; status: string }>(sql`
-    SELECT uid, status FROM agents WHERE status IN ('connecting', 'connected', 'degraded')
-      AND (last_seen_time IS NULL OR last_seen_time < ${cutoff})`);
-  const out = { gateways: [] as string[], agents: [] as string[] };
-  for (const g of gws) {
-    try {
-      await ctx.db.transaction((tx) =>
-        apply(
-          tx,
-          GW,
-          g.gateway_id,
-          "lose_connection",
-          { is_healthy: false, status_reason: "heartbeat timeout" },
-          now,
-        ),
-      );
-      out.gateways.push(g.gateway_id);
-    } catch (err) {
-      ctx.log.debug({ err }, "gateway changed during liveness sweep");
-    }
-  }
-  for (const a of ags) {
-    try {
-      await ctx.db.transaction((tx) =>
-        apply(
-          tx,
-          AG,
-          a.uid,
-          a.status === "connecting" ? "connection_failed" : "lose_connection",
-          { gateway_id: null, is_healthy: false },
-          now,
-        ),
-      );
-      out.agents.push(a.uid);
-    } catch (err) {
-      ctx.log.debug({ err }, "agent changed during liveness sweep");
-    }
-  }
-  return out;
+  await runAction(ctx, controlPlaneActor("agent", uid), "agent", AGENT_OPERATIONS[op], { id: uid, input });
+  return row(ctx, "agents", uid);
 }

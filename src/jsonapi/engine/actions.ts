@@ -18,7 +18,7 @@ import { enforce } from "./access.ts";
 import { executeOperation, runCreate } from "./write.ts";
 
 export interface ActionRequest {
-  /** The record of a member operation; omitted for collection operations. */
+  /** The record of a member operation (or a client-chosen id on create); omitted otherwise. */
   id?: string | null;
   /** The operation's arguments (what a v2 body carries in `data.attributes`). */
   input?: Record<string, unknown>;
@@ -49,7 +49,7 @@ export async function runAction(
   name: string,
   req: ActionRequest = {},
 ): Promise<ActionResult> {
-  if (name === "create") return runCreateAction(ctx, actor, type, req.input ?? {});
+  if (name === "create") return runCreateAction(ctx, actor, type, req.id ?? undefined, req.input ?? {});
   const { res, op } = declaredOperation(type, name);
   const who = enforce(op.access, actor);
   if (!who) throw new AuthenticationRequiredError();
@@ -65,6 +65,7 @@ async function runCreateAction(
   ctx: AppContext,
   actor: Actor | null,
   type: string,
+  id: string | undefined,
   input: Record<string, unknown>,
 ): Promise<ActionResult> {
   const res = getResource(type);
@@ -76,7 +77,7 @@ async function runCreateAction(
     app: ctx,
     res,
     actor: who,
-    body: { data: { type: res.type, attributes: { ...input } } },
+    body: { data: { type: res.type, ...(id !== undefined ? { id } : {}), attributes: { ...input } } },
     params: {},
     baseUrl: "",
   });

@@ -12,7 +12,11 @@
 
 import type { Actor } from "../../access/actor.ts";
 import { ForbiddenError } from "../../kernel/errors.ts";
-import { reRegisterAgent, reRegisterGateway, restoreAgentIfHealthy } from "../../monitoring/fleet.ts";
+import {
+  reRegisterAgent,
+  reRegisterGateway,
+  restoreAgentIfHealthy,
+} from "../../monitoring/fleet-transitions.ts";
 import { parseLabels } from "../../monitoring/labels.ts";
 import { sql } from "../../storage/sql.ts";
 import type { AttributeDecl, OperationDecl } from "../define.ts";

@@ -9,7 +9,14 @@
  * Both draw from the per-credential `control` budget, never the per-IP user budget.
  */
 import type { AppContext } from "../../kernel/context.ts";
-import { agentOperation, gatewayOperation, registerAgent, registerGateway } from "../fleet.ts";
+import {
+  AGENT_OPERATIONS,
+  agentOperation,
+  GATEWAY_OPERATIONS,
+  gatewayOperation,
+  registerAgent,
+  registerGateway,
+} from "../fleet.ts";
 import type { HostMetricsSample } from "../host-metrics.ts";
 import { recordHostMetrics } from "../host-metrics.ts";
 import {
@@ -162,18 +169,6 @@ export async function callJsonApi(
 }
 
 /** Which v2 operation route performs each lifecycle call. */
-const GATEWAY_ROUTES: Record<GatewayOp, string> = {
-  heartbeat: "heartbeat",
-  start_draining: "drain/start",
-  finish_draining: "drain/finish",
-};
-const AGENT_ROUTES: Record<AgentOp, string> = {
-  establish_connection: "connect",
-  heartbeat: "heartbeat",
-  degrade: "degrade",
-  lose_connection: "disconnect",
-};
-
 /** Drop undefined members (JSON:API attributes are validated strictly). */
 function defined(o: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
@@ -218,7 +213,7 @@ export function httpCoreLink(coreUrl: string, token: string): CoreLink {
       });
     },
     gatewayOp: async (id, op, input) => {
-      await v2("PATCH", `/gateways/${enc(id)}/${GATEWAY_ROUTES[op]}`, {
+      await v2("PATCH", `/gateways/${enc(id)}/${GATEWAY_OPERATIONS[op]}`, {
         type: "gateway",
         id,
         attributes: { ...(input ?? {}) },
@@ -241,7 +236,7 @@ export function httpCoreLink(coreUrl: string, token: string): CoreLink {
       });
     },
     agentOp: async (uid, op, input) => {
-      await v2("PATCH", `/agents/${enc(uid)}/${AGENT_ROUTES[op]}`, {
+      await v2("PATCH", `/agents/${enc(uid)}/${AGENT_OPERATIONS[op]}`, {
         type: "agent",
         id: uid,
         attributes: { ...(input ?? {}) },
