@@ -57,6 +57,20 @@ export function adminOpenApiDocument(baseUrl: string): Record<string, unknown> {
           },
         }),
       },
+      "/api/admin/auth-settings": {
+        get: op("auth", "Authentication settings: the instance's sign-in mode and its settings (spec 5)", {
+          "200": { description: "The settings", content: json(ref("AuthSettings")) },
+        }),
+        put: op(
+          "auth",
+          "Change the sign-in mode or its settings (members optional); a mode is enabled only when its settings validate (the JWKS URL is fetched)",
+          {
+            "200": { description: "The settings now in force", content: json(ref("AuthSettings")) },
+            "422": { description: "A setting is invalid, or the mode cannot be enabled with these settings" },
+          },
+          { requestBody: { required: true, content: json(ref("AuthSettingsUpdate")) } },
+        ),
+      },
       "/api/admin/backup": {
         get: op(
           "instance",
@@ -252,6 +266,58 @@ export function adminOpenApiDocument(baseUrl: string): Record<string, unknown> {
         session: { type: "apiKey", in: "cookie", name: "netmon_session" },
       },
       schemas: {
+        AuthSettings: {
+          type: "object",
+          properties: {
+            mode: { type: "string", enum: ["password", "oidc", "saml", "proxy_jwt"] },
+            available_modes: { type: "array", items: { type: "string" } },
+            proxy_jwt: { $ref: "#/components/schemas/ProxyJwtSettings" },
+            claim_mappings: { $ref: "#/components/schemas/ClaimMappings" },
+            updated_at: { type: "string", format: "date-time" },
+            updated_by: { type: "string", nullable: true },
+          },
+        },
+        AuthSettingsUpdate: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            mode: { type: "string", enum: ["password", "oidc", "saml", "proxy_jwt"] },
+            proxy_jwt: { $ref: "#/components/schemas/ProxyJwtSettings" },
+            claim_mappings: { $ref: "#/components/schemas/ClaimMappings" },
+          },
+        },
+        ProxyJwtSettings: {
+          type: "object",
+          properties: {
+            header: {
+              type: "string",
+              description: "Header carrying the JWT (default Authorization: Bearer)",
+            },
+            jwks_url: {
+              type: "string",
+              nullable: true,
+              description: "Preferred: the gateway's JWKS (cached 1 h, refetched on an unknown kid)",
+            },
+            public_key_pem: {
+              type: "string",
+              nullable: true,
+              description: "Alternative: a static SPKI public key",
+            },
+            issuer: { type: "string", nullable: true, description: "Required `iss`, when set" },
+            audience: { type: "string", nullable: true, description: "Required `aud` member, when set" },
+          },
+        },
+        ClaimMappings: {
+          type: "object",
+          properties: {
+            email: {
+              type: "string",
+              description: "Claim holding the email (dot notation for nested claims)",
+            },
+            name: { type: "string" },
+            sub: { type: "string", description: "Claim stored as the user's external id" },
+          },
+        },
         Error: {
           type: "object",
           required: ["error"],

@@ -12,6 +12,7 @@ import { createRegistry, defaultRateLimit, type RouteRecord } from "./registry.t
 import { adminRoutes } from "./routes/admin.ts";
 import { credentialRoutes } from "./routes/credentials.ts";
 import { passwordResetRoutes } from "./routes/password-reset.ts";
+import { proxyCredentials } from "./routes/proxy-sign-in.ts";
 import { sessionRoutes } from "./routes/session.ts";
 import { decide, ruleKind } from "./rule.ts";
 import { CSRF_FIELD, CSRF_HEADER, csrfTokenMatches, SESSION_COOKIE } from "./sessions.ts";
@@ -112,7 +113,8 @@ export function createAccessFeature(): Feature {
             const seen = await limiter.peek("auth_failures", `ip:${request.ip}`, failures).catch(() => null);
             if (seen && !seen.allowed) throw new RateLimitedError(seen.retryAfter);
           }
-          const creds = await resolveCredentials(ctx, request);
+          const creds =
+            (await proxyCredentials(ctx, request, reply)) ?? (await resolveCredentials(ctx, request));
           if (creds.presented && !creds.actor) {
             await limiter.consume("auth_failures", `ip:${request.ip}`, failures).catch(() => undefined);
           }

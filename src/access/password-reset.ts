@@ -2,6 +2,7 @@ import nodemailer from "nodemailer";
 import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError } from "../kernel/errors.ts";
 import { sql } from "../storage/sql.ts";
+import { localLoginAllowed } from "./auth-settings.ts";
 import { hashPassword } from "./passwords.ts";
 import { checkPassword, findUserByEmail } from "./users.ts";
 import { randomToken, sha256Hex } from "./util.ts";
@@ -23,7 +24,7 @@ export function mailConfigured(ctx: AppContext): boolean {
 async function resettableUser(ctx: AppContext, email: string) {
   const user = await findUserByEmail(ctx.db, email);
   if (user?.status !== "active") return null;
-  if ((user as { local_login_enabled?: boolean }).local_login_enabled === false) return null;
+  if (!(await localLoginAllowed(ctx, user))) return null;
   return user;
 }
 

@@ -68,6 +68,11 @@ export const ERROR_CODES = {
   name_taken: c(409, "Another record of this kind has this name."),
   profile_in_use: c(409, "The role profile is assigned to users; reassign them first."),
   system_profile: c(403, "Built-in role profiles cannot be changed or deleted."),
+  account_disabled: c(403, "The account is disabled; an administrator can enable it again."),
+  local_login_disabled: c(
+    403,
+    "Local password sign-in is off for this account in the instance's single sign-on mode.",
+  ),
   invalid_reset_link: c(400, "The password-reset link is unknown, used or expired."),
   mail_not_configured: c(404, "Password reset is off: no mail server is configured (NETMON_SMTP_URL)."),
 

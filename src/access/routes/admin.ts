@@ -6,6 +6,7 @@ import { sql } from "../../storage/sql.ts";
 import type { Actor } from "../actor.ts";
 import { adminOpenApiDocument } from "../admin-openapi.ts";
 import { createApiKey, listApiKeys, revokeApiKey, serializeApiKey } from "../api-keys.ts";
+import { loadAuthSettings, serializeAuthSettings, updateAuthSettings } from "../auth-settings.ts";
 import {
   createRoleProfile,
   deleteRoleProfile,
@@ -70,6 +71,24 @@ export async function adminRoutes(app: FastifyInstance, ctx: AppContext): Promis
       uptime_seconds: Math.round(process.uptime()),
     };
   });
+
+  // ---- authentication settings (Settings → Authentication) ----
+  const authConfig = { access: { permission: "settings.auth.manage" }, rateLimit: "admin" } as const;
+  app.get("/api/admin/auth-settings", { config: authConfig }, async () =>
+    serializeAuthSettings(await loadAuthSettings(ctx, true)),
+  );
+  app.put(
+    "/api/admin/auth-settings",
+    { config: { ...authConfig, body: ["mode", "proxy_jwt", "claim_mappings"] } },
+    async (request) => {
+      const settings = await updateAuthSettings(ctx, actorOf(request), body(request));
+      request.log.info(
+        { event: "auth_settings_changed", mode: settings.mode },
+        "authentication settings changed",
+      );
+      return serializeAuthSettings(settings);
+    },
+  );
 
   // ---- users ----
   app.get("/api/admin/users", { config }, async (request) => {

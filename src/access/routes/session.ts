@@ -1,8 +1,9 @@
 import fs from "node:fs";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppContext } from "../../kernel/context.ts";
-import { InvalidRequestError, RateLimitedError } from "../../kernel/errors.ts";
+import { ForbiddenError, InvalidRequestError, RateLimitedError } from "../../kernel/errors.ts";
 import { sql } from "../../storage/sql.ts";
+import { loadAuthSettings, localLoginAllowed } from "../auth-settings.ts";
 import { initialPasswordFile } from "../bootstrap.ts";
 import { checkOrigin } from "../csrf.ts";
 import { mailConfigured } from "../password-reset.ts";
@@ -49,23 +50,54 @@ export function signInPage(
     firstStart?: { email: string; file: string };
     /** Offer "Forgot your password?" (when netmon can send mail). */
     resetLink?: boolean;
+    /** Where the form posts: /users/log-in, or /auth/local/sign-in (the SSO escape hatch). */
+    action?: string;
+    /** An SSO mode is on: the page explains it and links the local sign-in instead of a form. */
+    ssoNotice?: string;
   } = {},
 ): string {
   const err = opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : "";
   const first = opts.firstStart
     ? `<p class="hint">First start: sign in as <strong>${escapeHtml(opts.firstStart.email)}</strong> with the password in <code>${escapeHtml(opts.firstStart.file)}</code>, then delete that file.</p>`
     : "";
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>Sign in · netmon</title>
-<link rel="stylesheet" href="/users/log-in.css"></head>
-<body><main><h1>Sign in to netmon</h1>${first}${err}
-<form method="post" action="/users/log-in">
+  const body = opts.ssoNotice
+    ? `<p>${escapeHtml(opts.ssoNotice)}</p><p class="hint">Accounts allowed to sign in with a password: <a href="/auth/local">local sign-in</a>.</p>`
+    : `<form method="post" action="${escapeHtml(opts.action ?? "/users/log-in")}">
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(opts.email ?? "")}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <input type="hidden" name="return_to" value="${escapeHtml(opts.returnTo ?? "/")}">
 <button type="submit">Sign in</button>
-</form>${opts.resetLink ? `<p class="hint"><a href="/auth/password-reset">Forgot your password?</a></p>` : ""}</main></body></html>`;
+</form>${opts.resetLink ? `<p class="hint"><a href="/auth/password-reset">Forgot your password?</a></p>` : ""}`;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>Sign in · netmon</title>
+<link rel="stylesheet" href="/users/log-in.css"></head>
+<body><main><h1>Sign in to netmon</h1>${first}${err}${body}</main></body></html>`;
+}
+
+const LOCAL_OFF =
+  "Password sign-in is off for this account: sign in through single sign-on, or ask an administrator to allow local sign-in";
+
+const SSO_NOTICE: Record<string, string> = {
+  proxy_jwt:
+    "This instance signs you in through your organisation's gateway (single sign-on): open netmon through it.",
+  oidc: "This instance signs you in with single sign-on (OpenID Connect).",
+  saml: "This instance signs you in with single sign-on (SAML).",
+};
+
+/** Start the browser session: the httpOnly session cookie and the CSRF cookie. Returns the CSRF token. */
+export function setSessionCookies(
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string,
+): string {
+  const secure = secureCookies(ctx, request);
+  const csrf = csrfTokenFor(ctx, token);
+  const maxAge = ctx.config.sessionAbsoluteTimeoutSeconds;
+  reply.setCookie(SESSION_COOKIE, token, { path: "/", httpOnly: true, sameSite: "lax", secure, maxAge });
+  reply.setCookie(CSRF_COOKIE, csrf, { path: "/", httpOnly: false, sameSite: "lax", secure, maxAge });
+  return csrf;
 }
 
 function isForm(request: FastifyRequest): boolean {
@@ -99,8 +131,9 @@ export async function sessionRoutes(
     return fs.existsSync(file) ? { email: ctx.config.admin.email, file } : undefined;
   };
 
-  app.get("/users/log-in", { config: publicPage }, async (request, reply) => {
+  const page = (local: boolean) => async (request: FastifyRequest, reply: FastifyReply) => {
     const q = request.query as Record<string, unknown>;
+    const mode = (await loadAuthSettings(ctx)).mode;
     return reply
       .type("text/html; charset=utf-8")
       .header("cache-control", "no-store")
@@ -109,18 +142,22 @@ export async function sessionRoutes(
           returnTo: safeReturnTo(q.return_to),
           firstStart: firstStart(),
           resetLink: mailConfigured(ctx),
+          action: local ? "/auth/local/sign-in" : "/users/log-in",
+          ssoNotice: !local && mode !== "password" ? SSO_NOTICE[mode] : undefined,
         }),
       );
-  });
+  };
+  app.get("/users/log-in", { config: publicPage }, page(false));
+  // The escape hatch of the SSO modes (spec 5): a password form for accounts allowed local sign-in.
+  app.get("/auth/local", { config: publicPage }, page(true));
 
   app.get("/users/log-in.css", { config: publicPage }, async (_request, reply) =>
     reply.type("text/css; charset=utf-8").header("cache-control", "public, max-age=3600").send(SIGN_IN_CSS),
   );
 
-  app.post(
-    "/users/log-in",
-    { config: { ...publicPage, body: ["email", "password", "return_to", CSRF_FIELD] } },
-    async (request, reply) => {
+  const signIn =
+    (action: string) =>
+    async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
       checkOrigin(ctx, request);
       const form = isForm(request);
       const body = (request.body ?? {}) as Record<string, unknown>;
@@ -132,7 +169,7 @@ export async function sessionRoutes(
           return reply
             .code(400)
             .type("text/html; charset=utf-8")
-            .send(signInPage({ error: "Email and password are required", email, returnTo }));
+            .send(signInPage({ error: "Email and password are required", email, returnTo, action }));
         }
         throw new InvalidRequestError("email and password are required");
       }
@@ -146,7 +183,14 @@ export async function sessionRoutes(
           .code(429)
           .header("retry-after", String(retryAfter))
           .type("text/html; charset=utf-8")
-          .send(signInPage({ error: "Too many sign-in attempts. Please try again later.", email, returnTo }));
+          .send(
+            signInPage({
+              error: "Too many sign-in attempts. Please try again later.",
+              email,
+              returnTo,
+              action,
+            }),
+          );
       };
       const ipDecision = await limiter.consume("auth_ip", request.ip, SIGN_IN_IP_BUDGET);
       if (!ipDecision.allowed) return throttled(ipDecision.retryAfter);
@@ -164,9 +208,24 @@ export async function sessionRoutes(
           return reply
             .code(401)
             .type("text/html; charset=utf-8")
-            .send(signInPage({ error: INVALID, email, returnTo }));
+            .send(signInPage({ error: INVALID, email, returnTo, action }));
         }
         return reply.code(401).send({ error: "invalid_credentials", message: INVALID });
+      }
+
+      // A password signs in only accounts allowed local sign-in (spec 5; the admin toggle).
+      if (!(await localLoginAllowed(ctx, user))) {
+        request.log.info(
+          { event: "sign_in_refused", user_id: user.id },
+          "local sign-in is off for this account",
+        );
+        if (form) {
+          return reply
+            .code(403)
+            .type("text/html; charset=utf-8")
+            .send(signInPage({ error: LOCAL_OFF, email, returnTo, action }));
+        }
+        throw new ForbiddenError(LOCAL_OFF, { code: "local_login_disabled" });
       }
 
       const now = ctx.now();
@@ -179,17 +238,7 @@ export async function sessionRoutes(
       UPDATE users SET last_login_at = ${now}, authenticated_at = ${now}, last_auth_method = 'password'
       WHERE id = ${user.id} RETURNING *`);
       request.log.info({ event: "sign_in", user_id: user.id }, "signed in");
-      const secure = secureCookies(ctx, request);
-      const csrf = csrfTokenFor(ctx, session.token);
-      const maxAge = ctx.config.sessionAbsoluteTimeoutSeconds;
-      reply.setCookie(SESSION_COOKIE, session.token, {
-        path: "/",
-        httpOnly: true,
-        sameSite: "lax",
-        secure,
-        maxAge,
-      });
-      reply.setCookie(CSRF_COOKIE, csrf, { path: "/", httpOnly: false, sameSite: "lax", secure, maxAge });
+      const csrf = setSessionCookies(ctx, request, reply, session.token);
       reply.header("cache-control", "no-store");
       if (form) return reply.code(303).header("location", returnTo).send();
       return reply.send({
@@ -197,8 +246,10 @@ export async function sessionRoutes(
         csrf_token: csrf,
         expires_at: session.expiresAt.toISOString(),
       });
-    },
-  );
+    };
+  const signInBody = { ...publicPage, body: ["email", "password", "return_to", CSRF_FIELD] };
+  app.post("/users/log-in", { config: signInBody }, signIn("/users/log-in"));
+  app.post("/auth/local/sign-in", { config: signInBody }, signIn("/auth/local/sign-in"));
 
   const signOut = async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.actor?.authMethod === "session" && request.sessionToken) {
