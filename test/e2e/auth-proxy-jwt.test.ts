@@ -176,7 +176,7 @@ describe("gateway proxy JWT sign-in", () => {
     );
     expect(later).toHaveLength(1);
     expect((later[0] as { last_login_at: Date }).last_login_at.getTime()).toBeGreaterThan(
-      (row?.last_login_at as Date).getTime(),
+      (row as { last_login_at: Date }).last_login_at.getTime(),
     );
   });
 
