@@ -272,6 +272,7 @@ export function adminOpenApiDocument(baseUrl: string): Record<string, unknown> {
             mode: { type: "string", enum: ["password", "oidc", "saml", "proxy_jwt"] },
             available_modes: { type: "array", items: { type: "string" } },
             proxy_jwt: { $ref: "#/components/schemas/ProxyJwtSettings" },
+            oidc: { $ref: "#/components/schemas/OidcSettings" },
             claim_mappings: { $ref: "#/components/schemas/ClaimMappings" },
             updated_at: { type: "string", format: "date-time" },
             updated_by: { type: "string", nullable: true },
@@ -283,7 +284,32 @@ export function adminOpenApiDocument(baseUrl: string): Record<string, unknown> {
           properties: {
             mode: { type: "string", enum: ["password", "oidc", "saml", "proxy_jwt"] },
             proxy_jwt: { $ref: "#/components/schemas/ProxyJwtSettings" },
+            oidc: { $ref: "#/components/schemas/OidcSettings" },
             claim_mappings: { $ref: "#/components/schemas/ClaimMappings" },
+          },
+        },
+        OidcSettings: {
+          type: "object",
+          properties: {
+            discovery_url: {
+              type: "string",
+              nullable: true,
+              description: "https://<idp>/.well-known/openid-configuration (http only for a loopback issuer)",
+            },
+            client_id: { type: "string", nullable: true },
+            client_secret: {
+              description:
+                'Write-only: answered as {"set": true}; send that back (or leave it out) to keep the stored secret',
+            },
+            scopes: {
+              type: "string",
+              description: "Space-separated, including openid (default: openid email profile)",
+            },
+            redirect_uri: {
+              type: "string",
+              readOnly: true,
+              description: "{NETMON_BASE_URL}/auth/oidc/callback: register it at the provider",
+            },
           },
         },
         ProxyJwtSettings: {

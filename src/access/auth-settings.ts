@@ -10,13 +10,15 @@
 import { createPublicKey } from "node:crypto";
 import type { AppContext } from "../kernel/context.ts";
 import { ValidationError } from "../kernel/errors.ts";
+import { open, seal } from "../kernel/sealed.ts";
 import { sql } from "../storage/sql.ts";
 import type { Actor } from "./actor.ts";
+import { type OidcClientSettings, oidcConfiguration, oidcUrlProblem } from "./oidc.ts";
 import { type ClaimMappings, fetchJwks } from "./proxy-jwt.ts";
 
 export type AuthMode = "password" | "oidc" | "saml" | "proxy_jwt";
-/** Modes this version can enable. OIDC and SAML are declared by the spec but not built yet. */
-export const AVAILABLE_MODES: readonly AuthMode[] = ["password", "proxy_jwt"];
+/** Modes this version can enable. SAML is declared by the spec but not built yet. */
+export const AVAILABLE_MODES: readonly AuthMode[] = ["password", "oidc", "proxy_jwt"];
 
 export interface AuthSettings {
   mode: AuthMode;
@@ -26,6 +28,11 @@ export interface AuthSettings {
   proxyIssuer: string | null;
   proxyAudience: string | null;
   claimMappings: ClaimMappings;
+  oidcDiscoveryUrl: string | null;
+  oidcClientId: string | null;
+  /** Sealed (src/kernel/sealed.ts); never serialised. */
+  oidcClientSecretSealed: string | null;
+  oidcScopes: string;
   updatedAt: Date;
   updatedBy: string | null;
 }
@@ -39,6 +46,10 @@ interface Row {
   proxy_issuer: string | null;
   proxy_audience: string | null;
   claim_mappings: Record<string, unknown>;
+  oidc_discovery_url?: string | null;
+  oidc_client_id?: string | null;
+  oidc_client_secret_sealed?: string | null;
+  oidc_scopes?: string;
   updated_at: Date;
   updated_by: string | null;
 }
@@ -60,6 +71,10 @@ function fromRow(r: Row): AuthSettings {
     proxyIssuer: r.proxy_issuer,
     proxyAudience: r.proxy_audience,
     claimMappings: { email: pick("email"), name: pick("name"), sub: pick("sub") },
+    oidcDiscoveryUrl: r.oidc_discovery_url ?? null,
+    oidcClientId: r.oidc_client_id ?? null,
+    oidcClientSecretSealed: r.oidc_client_secret_sealed ?? null,
+    oidcScopes: r.oidc_scopes ?? "openid email profile",
     updatedAt: r.updated_at,
     updatedBy: r.updated_by,
   };
@@ -87,7 +102,7 @@ export async function loadAuthSettings(ctx: AppContext, fresh = false): Promise<
 }
 
 /** The admin API's view (the PEM is a public key: shown). */
-export function serializeAuthSettings(s: AuthSettings): Record<string, unknown> {
+export function serializeAuthSettings(s: AuthSettings, baseUrl: string): Record<string, unknown> {
   return {
     mode: s.mode,
     available_modes: AVAILABLE_MODES,
@@ -97,6 +112,14 @@ export function serializeAuthSettings(s: AuthSettings): Record<string, unknown> 
       public_key_pem: s.proxyPublicKeyPem,
       issuer: s.proxyIssuer,
       audience: s.proxyAudience,
+    },
+    oidc: {
+      discovery_url: s.oidcDiscoveryUrl,
+      client_id: s.oidcClientId,
+      // Write-only: shown as set or not.
+      client_secret: s.oidcClientSecretSealed ? { set: true } : null,
+      scopes: s.oidcScopes,
+      redirect_uri: `${baseUrl}/auth/oidc/callback`,
     },
     claim_mappings: { ...s.claimMappings },
     updated_at: s.updatedAt.toISOString(),
@@ -174,6 +197,49 @@ export async function updateAuthSettings(
     const aud = optionalString(proxy.audience, "/proxy_jwt/audience", 2000);
     if (aud !== undefined) next.proxyAudience = aud;
   }
+  const oidc = objectOf(body.oidc, "/oidc");
+  let newSecret: string | null = null;
+  if (oidc) {
+    for (const k of Object.keys(oidc)) {
+      if (!["discovery_url", "client_id", "client_secret", "scopes", "redirect_uri"].includes(k)) {
+        throw new ValidationError(`oidc has no member '${k}'`, { source: { pointer: `/oidc/${k}` } });
+      }
+    }
+    const url = optionalString(oidc.discovery_url, "/oidc/discovery_url", 2000);
+    if (url !== undefined) {
+      const problem = url === null ? null : oidcUrlProblem(url);
+      if (problem)
+        throw new ValidationError(`oidc.discovery_url ${problem}`, {
+          source: { pointer: "/oidc/discovery_url" },
+        });
+      next.oidcDiscoveryUrl = url;
+    }
+    const id = optionalString(oidc.client_id, "/oidc/client_id", 500);
+    if (id !== undefined) next.oidcClientId = id;
+    // The write-only marker sent back, or the member left out, keeps the stored secret.
+    const secret = oidc.client_secret;
+    if (
+      secret !== undefined &&
+      !(secret && typeof secret === "object" && (secret as { set?: unknown }).set === true)
+    ) {
+      const s = optionalString(secret, "/oidc/client_secret", 2000);
+      if (s === null) next.oidcClientSecretSealed = null;
+      else if (s !== undefined) {
+        newSecret = s;
+        next.oidcClientSecretSealed = seal(ctx.secretKey, OIDC_SECRET_PURPOSE, s);
+      }
+    }
+    const scopes = optionalString(oidc.scopes, "/oidc/scopes", 500);
+    if (scopes !== undefined) {
+      const list = (scopes ?? "").split(/\s+/).filter(Boolean);
+      if (!list.includes("openid") || list.some((x) => !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(x))) {
+        throw new ValidationError("oidc.scopes must be space-separated scopes including openid", {
+          source: { pointer: "/oidc/scopes" },
+        });
+      }
+      next.oidcScopes = list.join(" ");
+    }
+  }
   const claims = objectOf(body.claim_mappings, "/claim_mappings");
   if (claims) {
     for (const k of Object.keys(claims)) {
@@ -237,12 +303,43 @@ export async function updateAuthSettings(
       }
     }
   }
+  if (next.mode === "oidc") {
+    const secret = newSecret ?? oidcClientSecret(ctx, next);
+    if (!next.oidcDiscoveryUrl || !next.oidcClientId || !secret) {
+      throw new ValidationError(
+        "the OIDC mode needs oidc.discovery_url, oidc.client_id and oidc.client_secret",
+        {
+          source: { pointer: "/oidc" },
+        },
+      );
+    }
+    try {
+      // The discovery document is fetched and parsed now: a mode that cannot sign anyone in is not enabled.
+      await oidcConfiguration(
+        ctx,
+        {
+          discoveryUrl: next.oidcDiscoveryUrl,
+          clientId: next.oidcClientId,
+          clientSecret: secret,
+          scopes: next.oidcScopes,
+        },
+        { fresh: true },
+      );
+    } catch (err) {
+      throw new ValidationError(`oidc.discovery_url could not be used: ${(err as Error).message}`, {
+        source: { pointer: "/oidc/discovery_url" },
+      });
+    }
+  }
   const by = actor.email ?? actor.id;
   await ctx.db.query(sql`
     UPDATE auth_settings SET mode = ${next.mode}, proxy_header = ${next.proxyHeader},
       proxy_jwks_url = ${next.proxyJwksUrl}, proxy_public_key_pem = ${next.proxyPublicKeyPem},
       proxy_issuer = ${next.proxyIssuer}, proxy_audience = ${next.proxyAudience},
-      claim_mappings = ${JSON.stringify(next.claimMappings)}::jsonb, updated_at = ${ctx.now()}, updated_by = ${by}
+      claim_mappings = ${JSON.stringify(next.claimMappings)}::jsonb,
+      oidc_discovery_url = ${next.oidcDiscoveryUrl}, oidc_client_id = ${next.oidcClientId},
+      oidc_client_secret_sealed = ${next.oidcClientSecretSealed}, oidc_scopes = ${next.oidcScopes},
+      updated_at = ${ctx.now()}, updated_by = ${by}
     WHERE id = 1`);
   cache.delete(ctx.db);
   return loadAuthSettings(ctx, true);
@@ -261,4 +358,23 @@ export async function localLoginAllowed(
   if (user.local_login_enabled) return true;
   if (!ctx.config.forceLocalLogin || user.password_hash === null) return false;
   return (await loadAuthSettings(ctx)).mode !== "password";
+}
+
+const OIDC_SECRET_PURPOSE = "oidc-client-secret";
+
+/** The stored client secret, unsealed (null when unset, or sealed under another instance's key). */
+export function oidcClientSecret(ctx: AppContext, s: AuthSettings): string | null {
+  return s.oidcClientSecretSealed ? open(ctx.secretKey, OIDC_SECRET_PURPOSE, s.oidcClientSecretSealed) : null;
+}
+
+/** The relying party's settings when the OIDC mode is usable, else null. */
+export function oidcClientSettings(ctx: AppContext, s: AuthSettings): OidcClientSettings | null {
+  const secret = oidcClientSecret(ctx, s);
+  if (s.mode !== "oidc" || !s.oidcDiscoveryUrl || !s.oidcClientId || !secret) return null;
+  return {
+    discoveryUrl: s.oidcDiscoveryUrl,
+    clientId: s.oidcClientId,
+    clientSecret: secret,
+    scopes: s.oidcScopes,
+  };
 }

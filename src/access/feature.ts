@@ -11,6 +11,7 @@ import { type Budget, createRateStore, RateLimiter } from "./rate-limit.ts";
 import { createRegistry, defaultRateLimit, type RouteRecord } from "./registry.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { credentialRoutes } from "./routes/credentials.ts";
+import { oidcRoutes } from "./routes/oidc.ts";
 import { passwordResetRoutes } from "./routes/password-reset.ts";
 import { proxyCredentials } from "./routes/proxy-sign-in.ts";
 import { sessionRoutes } from "./routes/session.ts";
@@ -167,6 +168,7 @@ export function createAccessFeature(): Feature {
       });
 
       await sessionRoutes(app, ctx, limiter);
+      await oidcRoutes(app, ctx, limiter);
       await passwordResetRoutes(app, ctx, limiter);
       await credentialRoutes(app, ctx);
       await adminRoutes(app, ctx);

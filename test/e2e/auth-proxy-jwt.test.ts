@@ -108,7 +108,7 @@ describe("authentication settings API", () => {
       [{ claim_mappings: { email: "a..b" } }, "/claim_mappings/email"],
       [{ claim_mappings: { __proto__x: "x" } }, "/claim_mappings/__proto__x"],
       [{ mode: "sso" }, "/mode"],
-      [{ mode: "oidc" }, "/mode"],
+      [{ mode: "saml" }, "/mode"],
     ];
     for (const [body, pointer] of cases) {
       const r = await putSettings(body);

@@ -75,18 +75,18 @@ export async function adminRoutes(app: FastifyInstance, ctx: AppContext): Promis
   // ---- authentication settings (Settings → Authentication) ----
   const authConfig = { access: { permission: "settings.auth.manage" }, rateLimit: "admin" } as const;
   app.get("/api/admin/auth-settings", { config: authConfig }, async () =>
-    serializeAuthSettings(await loadAuthSettings(ctx, true)),
+    serializeAuthSettings(await loadAuthSettings(ctx, true), ctx.config.baseUrl),
   );
   app.put(
     "/api/admin/auth-settings",
-    { config: { ...authConfig, body: ["mode", "proxy_jwt", "claim_mappings"] } },
+    { config: { ...authConfig, body: ["mode", "proxy_jwt", "oidc", "claim_mappings"] } },
     async (request) => {
       const settings = await updateAuthSettings(ctx, actorOf(request), body(request));
       request.log.info(
         { event: "auth_settings_changed", mode: settings.mode },
         "authentication settings changed",
       );
-      return serializeAuthSettings(settings);
+      return serializeAuthSettings(settings, ctx.config.baseUrl);
     },
   );
 

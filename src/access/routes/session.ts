@@ -54,6 +54,8 @@ export function signInPage(
     action?: string;
     /** An SSO mode is on: the page explains it and links the local sign-in instead of a form. */
     ssoNotice?: string;
+    /** Where "Sign in with single sign-on" leads (OIDC, SAML). */
+    ssoLink?: string;
   } = {},
 ): string {
   const err = opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : "";
@@ -61,7 +63,11 @@ export function signInPage(
     ? `<p class="hint">First start: sign in as <strong>${escapeHtml(opts.firstStart.email)}</strong> with the password in <code>${escapeHtml(opts.firstStart.file)}</code>, then delete that file.</p>`
     : "";
   const body = opts.ssoNotice
-    ? `<p>${escapeHtml(opts.ssoNotice)}</p><p class="hint">Accounts allowed to sign in with a password: <a href="/auth/local">local sign-in</a>.</p>`
+    ? `<p>${escapeHtml(opts.ssoNotice)}</p>${
+        opts.ssoLink
+          ? `<p><a class="sso" href="${escapeHtml(opts.ssoLink)}">Sign in with single sign-on</a></p>`
+          : ""
+      }<p class="hint">Accounts allowed to sign in with a password: <a href="/auth/local">local sign-in</a>.</p>`
     : `<form method="post" action="${escapeHtml(opts.action ?? "/users/log-in")}">
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(opts.email ?? "")}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
@@ -86,6 +92,8 @@ const SSO_NOTICE: Record<string, string> = {
 };
 
 /** Start the browser session: the httpOnly session cookie and the CSRF cookie. Returns the CSRF token. */
+export { safeReturnTo };
+
 export function setSessionCookies(
   ctx: AppContext,
   request: FastifyRequest,
@@ -144,6 +152,10 @@ export async function sessionRoutes(
           resetLink: mailConfigured(ctx),
           action: local ? "/auth/local/sign-in" : "/users/log-in",
           ssoNotice: !local && mode !== "password" ? SSO_NOTICE[mode] : undefined,
+          ssoLink:
+            !local && mode === "oidc"
+              ? `/auth/oidc/login?return_to=${encodeURIComponent(safeReturnTo(q.return_to))}`
+              : undefined,
         }),
       );
   };
