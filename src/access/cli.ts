@@ -5,7 +5,7 @@ import { withContext } from "../cli/database.ts";
 import { stderr, stdout } from "../cli/io.ts";
 import { isAppError } from "../kernel/errors.ts";
 import { ROLES } from "./actor.ts";
-import { createApiTokenForEmail, issueControlPlaneToken } from "./tokens.ts";
+import { createApiTokenForEmail, issueControlPlaneToken, ownerPermissions } from "./tokens.ts";
 import { findUserByEmail, insertUser, setUserPassword } from "./users.ts";
 import { parseTtl } from "./util.ts";
 
@@ -81,12 +81,14 @@ server is stopped).`,
 export const tokensCommand: Command = {
   name: "tokens",
   summary: "Issue API tokens for users and control-plane credentials for gateways/agents",
-  usage: `netmon tokens create --user EMAIL [--scope S]... [--ttl 30d] [--name NAME]
+  usage: `netmon tokens create --user EMAIL [--scope S]... [--permission KEY]... [--ttl 30d] [--name NAME]
 netmon tokens create --control-plane gateway|agent --name NAME [--ttl DURATION]
 
 Prints the bearer token once. User tokens default to scope 'read' and a 30 day lifetime
 (at most 366d); scopes: read, write, admin, mcp, dashboard.publish, plugin.publish,
-configuration. Control-plane credentials do not expire unless --ttl is given.`,
+configuration. --permission (repeatable) limits the token to those permission keys: it then
+acts with what both it and its owner hold, and passes no role rule above what that grants.
+Control-plane credentials do not expire unless --ttl is given.`,
   async run(args) {
     if (args.positionals[0] !== "create")
       throw new UsageError("expected 'create' (see netmon tokens --help)");
@@ -119,15 +121,20 @@ configuration. Control-plane credentials do not expire unless --ttl is given.`,
     }
     const email = need(args, "user");
     const scopes = flagAll(args, "scope");
+    const permissions = flagAll(args, "permission");
     return run(() =>
       withContext(async (ctx) => {
+        const user = await findUserByEmail(ctx.db, email);
         const { token, record } = await createApiTokenForEmail(ctx, email, {
           name: flag(args, "name") ?? "cli token",
           scopes: scopes.length > 0 ? scopes : undefined,
           expires_in: ttl,
+          permissions: permissions.length > 0 ? permissions : undefined,
+          ownerPermissions: user ? await ownerPermissions(ctx, user.id) : undefined,
         });
+        const limited = record.permissions ? `, limited to ${record.permissions.join(" ")}` : "";
         stderr(
-          `issued token '${record.name}' (id ${record.id}, scopes ${record.scopes.join(" ")}, expires ${record.expires_at?.toISOString()})\n`,
+          `issued token '${record.name}' (id ${record.id}, scopes ${record.scopes.join(" ")}${limited}, expires ${record.expires_at?.toISOString()})\n`,
         );
         stdout(`${token}\n`);
       }),

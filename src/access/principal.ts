@@ -47,3 +47,19 @@ export function userActor(
     ...extra,
   };
 }
+
+const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
+
+/**
+ * A credential restricted to `allowed` permissions (issue 17): it holds the intersection of
+ * them and its owner's, and the highest role (up to the owner's) whose default permissions it
+ * still holds in full — so a read-only token of an admin passes no admin-role rule either.
+ */
+export function restrictActor(actor: Actor, allowed: readonly string[]): Actor {
+  const permissions = new Set([...actor.permissions].filter((p) => allowed.includes(p)));
+  let role: Role = "viewer";
+  for (const r of ["operator", "admin"] as const) {
+    if (RANK[r] <= RANK[actor.role] && [...roleDefaults(r)].every((p) => permissions.has(p))) role = r;
+  }
+  return { ...actor, permissions, role };
+}

@@ -1,10 +1,17 @@
 import { createSecretKey, type KeyObject, randomUUID } from "node:crypto";
 import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
 import type { AppContext } from "../kernel/context.ts";
-import { InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
+import { ForbiddenError, InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import { raw, sql } from "../storage/sql.ts";
 import type { Actor } from "./actor.ts";
-import { USER_ACTOR_COLUMNS, USER_ACTOR_JOIN, type UserActorRow, userActor } from "./principal.ts";
+import { isPermissionKey } from "./permissions.ts";
+import {
+  restrictActor,
+  USER_ACTOR_COLUMNS,
+  USER_ACTOR_JOIN,
+  type UserActorRow,
+  userActor,
+} from "./principal.ts";
 import { findUserByEmail } from "./users.ts";
 import { deriveKey, isUuid, parseTtl } from "./util.ts";
 
@@ -48,22 +55,54 @@ export interface ApiTokenRow {
   user_id: string;
   name: string;
   scopes: string[];
+  /** The token's own permission list (a subset of the owner's); null: the owner's. */
+  permissions: string[] | null;
   created_at: Date;
   expires_at: Date | null;
   revoked_at: Date | null;
   last_used_at: Date | null;
 }
 
-export function serializeApiToken(t: ApiTokenRow): Record<string, unknown> {
+/** `owner`: the owner's permissions now, to show what the token can do (its effective permissions). */
+export function serializeApiToken(t: ApiTokenRow, owner?: ReadonlySet<string>): Record<string, unknown> {
+  const list = t.permissions ?? null;
   return {
     id: t.id,
     name: t.name,
     scopes: t.scopes,
+    permissions: list,
+    ...(owner
+      ? { effective_permissions: [...owner].filter((p) => list === null || list.includes(p)).sort() }
+      : {}),
     created_at: t.created_at.toISOString(),
     expires_at: t.expires_at?.toISOString() ?? null,
     revoked_at: t.revoked_at?.toISOString() ?? null,
     last_used_at: t.last_used_at?.toISOString() ?? null,
   };
+}
+
+/**
+ * A token's permission list: known keys the owner holds now (a token never carries more than
+ * its owner). Without `owner` (the CLI, acting for the operator) only known keys are required.
+ */
+function checkPermissions(list: unknown, owner: ReadonlySet<string> | undefined): string[] | null {
+  if (list === undefined || list === null) return null;
+  if (!Array.isArray(list) || list.some((p) => typeof p !== "string") || list.length > 500) {
+    throw new InvalidRequestError("permissions must be an array of permission keys", {
+      source: { pointer: "/permissions" },
+    });
+  }
+  const unknown = list.filter((p) => !isPermissionKey(p));
+  if (unknown.length > 0) {
+    throw new InvalidRequestError(`unknown permission keys: ${unknown.join(", ")}`, {
+      source: { pointer: "/permissions" },
+    });
+  }
+  const notHeld = owner ? list.filter((p) => !owner.has(p)) : [];
+  if (notHeld.length > 0) {
+    throw new ForbiddenError(`a token cannot carry permissions its owner lacks: ${notHeld.join(", ")}`);
+  }
+  return [...new Set(list as string[])].sort();
 }
 
 function checkScopes(scopes: unknown): string[] {
@@ -122,6 +161,10 @@ export interface CreateTokenInput {
   name?: unknown;
   scopes?: unknown;
   expires_in?: unknown;
+  /** Permission keys the token is limited to (a subset of the owner's). */
+  permissions?: unknown;
+  /** The owner's permissions now, when the owner is the caller (the API). */
+  ownerPermissions?: ReadonlySet<string>;
 }
 
 /** Issue an API token for a user. Returns the JWT (shown once) and the stored record. */
@@ -136,13 +179,14 @@ export async function createApiToken(
     throw new InvalidRequestError("name must be 1 to 200 characters", { source: { pointer: "/name" } });
   }
   const scopes = checkScopes(input.scopes);
+  const permissions = checkPermissions(input.permissions, input.ownerPermissions);
   const ttl = checkTtl(input.expires_in);
   const now = ctx.now();
   const exp = new Date(now.getTime() + ttl * 1000);
   const jti = randomUUID();
   const record = await ctx.db.one<ApiTokenRow>(sql`
-    INSERT INTO api_tokens (jti, user_id, name, scopes, created_at, expires_at)
-    VALUES (${jti}, ${userId}, ${name}, ${scopes}, ${now}, ${exp}) RETURNING *`);
+    INSERT INTO api_tokens (jti, user_id, name, scopes, permissions, created_at, expires_at)
+    VALUES (${jti}, ${userId}, ${name}, ${scopes}, ${permissions}::text[], ${now}, ${exp}) RETURNING *`);
   if (!record) throw new Error("token insert returned nothing");
   const token = await sign(ctx, { sub: `user:${userId}`, typ: "api", jti, scopes }, now, exp);
   return { token, record };
@@ -157,6 +201,13 @@ export async function createApiTokenForEmail(
   const user = await findUserByEmail(ctx.db, email);
   if (!user) throw new NotFoundError(`no user with email ${email}`);
   return createApiToken(ctx, user.id, input);
+}
+
+/** A user's permissions now (role or profile), whatever credential they are calling with. */
+export async function ownerPermissions(ctx: AppContext, userId: string): Promise<ReadonlySet<string>> {
+  const row = await ctx.db.one<UserActorRow>(sql`
+    SELECT ${raw(USER_ACTOR_COLUMNS)} FROM (SELECT ${userId}::uuid AS user_id) c ${raw(USER_ACTOR_JOIN)}`);
+  return row ? userActor(row, "api_token").permissions : new Set();
 }
 
 export async function listApiTokens(ctx: AppContext, userId: string): Promise<ApiTokenRow[]> {
@@ -298,12 +349,13 @@ export async function authenticateBearer(ctx: AppContext, token: string): Promis
     UserActorRow & {
       token_id: string;
       scopes: string[];
+      token_permissions: string[] | null;
       expires_at: Date | null;
       revoked_at: Date | null;
       last_used_at: Date | null;
     }
   >(sql`
-    SELECT c.id AS token_id, c.scopes, c.expires_at, c.revoked_at, c.last_used_at, ${raw(USER_ACTOR_COLUMNS)}
+    SELECT c.id AS token_id, c.scopes, c.permissions AS token_permissions, c.expires_at, c.revoked_at, c.last_used_at, ${raw(USER_ACTOR_COLUMNS)}
     FROM api_tokens c ${raw(USER_ACTOR_JOIN)}
     WHERE c.jti = ${jti}`);
   if (!row || `user:${row.user_id}` !== sub) return { actor: null, reason: "unknown token" };
@@ -316,5 +368,6 @@ export async function authenticateBearer(ctx: AppContext, token: string): Promis
   if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > TOUCH_INTERVAL_MS) {
     await ctx.db.query(sql`UPDATE api_tokens SET last_used_at = ${now} WHERE id = ${row.token_id}`);
   }
-  return { actor: userActor(row, "api_token", { tokenJti: jti, scopes: row.scopes }) };
+  const actor = userActor(row, "api_token", { tokenJti: jti, scopes: row.scopes });
+  return { actor: row.token_permissions ? restrictActor(actor, row.token_permissions) : actor };
 }

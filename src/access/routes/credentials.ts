@@ -2,7 +2,13 @@ import type { FastifyInstance } from "fastify";
 import type { AppContext } from "../../kernel/context.ts";
 import type { Actor } from "../actor.ts";
 import { csrfTokenFor } from "../sessions.ts";
-import { createApiToken, listApiTokens, revokeApiToken, serializeApiToken } from "../tokens.ts";
+import {
+  createApiToken,
+  listApiTokens,
+  ownerPermissions,
+  revokeApiToken,
+  serializeApiToken,
+} from "../tokens.ts";
 import { findUserById, serializeUser } from "../users.ts";
 
 /** The signed-in user's own API credentials (spec 5: created at /settings/api-credentials). */
@@ -24,19 +30,26 @@ export async function credentialRoutes(app: FastifyInstance, ctx: AppContext): P
 
   app.get("/api/v1/api-credentials", { config }, async (request) => {
     const actor = request.actor as Actor;
-    return (await listApiTokens(ctx, actor.id)).map(serializeApiToken);
+    const owner = await ownerPermissions(ctx, actor.id);
+    return (await listApiTokens(ctx, actor.id)).map((t) => serializeApiToken(t, owner));
   });
 
   app.post(
     "/api/v1/api-credentials",
-    { config: { ...config, body: ["name", "scopes", "expires_in"] } },
+    { config: { ...config, body: ["name", "scopes", "expires_in", "permissions"] } },
     async (request, reply) => {
       const actor = request.actor as Actor;
       const body = (request.body ?? {}) as Record<string, unknown>;
+      // A token made with a restricted token can carry no more than that token does.
+      const full = await ownerPermissions(ctx, actor.id);
+      const restricted = [...full].some((p) => !actor.permissions.has(p));
+      const owner = restricted ? actor.permissions : full;
       const { token, record } = await createApiToken(ctx, actor.id, {
         name: body.name,
         scopes: body.scopes,
         expires_in: body.expires_in,
+        permissions: body.permissions ?? (restricted ? [...actor.permissions] : undefined),
+        ownerPermissions: owner,
       });
       request.log.info(
         { event: "api_token_created", token_id: record.id, user_id: actor.id },
@@ -45,7 +58,11 @@ export async function credentialRoutes(app: FastifyInstance, ctx: AppContext): P
       return reply
         .code(201)
         .header("cache-control", "no-store")
-        .send({ ...serializeApiToken(record), token, token_type: "Bearer" });
+        .send({
+          ...serializeApiToken(record, full),
+          token,
+          token_type: "Bearer",
+        });
     },
   );
 
