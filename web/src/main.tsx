@@ -17,6 +17,7 @@ import { ApiCredentials, Settings, Users } from "./pages/Settings.tsx";
 import { SessionContext } from "./session.ts";
 import { applyTheme, storedTheme } from "./theme.ts";
 import "./styles.css";
+import { Authentication } from "./pages/Authentication.tsx";
 
 applyTheme(storedTheme());
 
@@ -53,6 +54,7 @@ function App() {
             <Route path="/settings" component={Settings} />
             <Route path="/settings/api-credentials" component={ApiCredentials} />
             <Route path="/settings/users" component={Users} />
+            <Route path="/settings/authentication" component={Authentication} />
             <Route default component={NotFound} />
           </Router>
         </Layout>

@@ -11,6 +11,7 @@ type R = Record<string, unknown> & { id: string };
 export function Settings() {
   const me = useMe();
   const admin = me.role === "admin";
+  const can = useCan();
   const instance = usePoll(
     () => (admin ? api.get<Record<string, unknown>>("/api/admin/instance") : Promise.resolve(undefined)),
     0,
@@ -30,12 +31,11 @@ export function Settings() {
             <p>Who can sign in, and what each role may do.</p>
           </Card>
         )}
-        <Card title="Authentication">
-          <p>
-            Local accounts (email and password) are enabled. Single sign-on (OIDC, SAML, gateway-proxy JWT) is
-            not available in this version.
-          </p>
-        </Card>
+        {can("settings.auth.manage") && (
+          <Card title="Authentication" href="/settings/authentication">
+            <p>How people sign in: passwords, single sign-on (OpenID Connect) or a gateway proxy's JWT.</p>
+          </Card>
+        )}
         <Card title="Instance">
           <dl class="kv">
             <dt>Version</dt>
@@ -94,8 +94,8 @@ export function ApiCredentials() {
     <>
       <h1>API credentials</h1>
       <p>
-        Tokens act as you, with your role's permissions (narrowed by scopes if you choose them). Use them as{" "}
-        <code>Authorization: Bearer &lt;token&gt;</code>.
+        Tokens act as you, with your role's permissions — or fewer, if you limit them to a list of
+        permissions. Use them as <code>Authorization: Bearer &lt;token&gt;</code>.
       </p>
       {created && (
         <div class="banner ok" role="status">
@@ -133,6 +133,8 @@ export function ApiCredentials() {
           if (ttl) body.expires_in = ttl;
           const scopes = String(f.get("scopes") ?? "").trim();
           if (scopes) body.scopes = scopes.split(/[\s,]+/).filter(Boolean);
+          const permissions = String(f.get("permissions") ?? "").trim();
+          if (permissions) body.permissions = permissions.split(/[\s,]+/).filter(Boolean);
           const res = await act.run(() => api.post<Created>("/api/v1/api-credentials", body));
           if (res) {
             setCreated(res);
@@ -162,6 +164,14 @@ export function ApiCredentials() {
           hint="Optional, e.g. read mcp; empty: all of your permissions"
         >
           <input id="f-scopes" name="scopes" />
+        </Field>
+        <Field
+          label="Limit to permissions"
+          name="permissions"
+          error={act.error}
+          hint="Optional, e.g. devices.view devices.export; empty: everything you may do"
+        >
+          <input id="f-permissions" name="permissions" />
         </Field>
         <button type="submit" class="primary" disabled={act.busy}>
           Create token
@@ -194,6 +204,18 @@ export function ApiCredentials() {
         columns={[
           { key: "name", label: "Name" },
           { key: "scopes", label: "Scopes", render: (r) => text(r.scopes ?? "all") },
+          {
+            key: "permissions",
+            label: "Can do",
+            render: (r) => {
+              const eff = (r.effective_permissions as string[] | undefined) ?? [];
+              return r.permissions ? (
+                <span title={eff.join(" ")}>{eff.join(", ") || "nothing (owner lacks them)"}</span>
+              ) : (
+                <span title={eff.join(" ")}>everything you may do ({eff.length})</span>
+              );
+            },
+          },
           { key: "created_at", label: "Created", render: (r) => when(r.created_at ?? r.inserted_at) },
           { key: "last_used_at", label: "Last used", render: (r) => ago(r.last_used_at) },
           {
