@@ -26,6 +26,13 @@ export interface OidcClientSettings {
 
 export class OidcError extends Error {}
 
+/** openid-client wraps transport failures ("something went wrong"): name the underlying cause. */
+function reason(err: unknown): string {
+  const e = err as Error & { cause?: unknown };
+  const cause = e.cause instanceof Error ? e.cause.message : undefined;
+  return cause && cause !== e.message ? `${e.message}: ${cause}` : e.message;
+}
+
 /** http:// is accepted only for a loopback issuer (development, tests); real IdPs use https. */
 export function oidcUrlProblem(raw: string): string | null {
   let url: URL;
@@ -96,7 +103,7 @@ export async function oidcConfiguration(
       },
     );
   } catch (err) {
-    throw new OidcError(`discovery failed: ${(err as Error).message}`);
+    throw new OidcError(`discovery failed: ${reason(err)}`);
   }
   config[client.customFetch] = guardedFetch(ctx);
   configs.set(key, { at: Date.now(), config });
@@ -179,7 +186,7 @@ export async function finishOidcLogin(
       },
     );
   } catch (err) {
-    throw new OidcError(`the sign-in could not be completed: ${(err as Error).message}`);
+    throw new OidcError(`the sign-in could not be completed: ${reason(err)}`);
   }
   let claims = (tokens.claims() ?? {}) as Record<string, unknown>;
   if (claimAt(claims, mappings.email) === undefined && typeof tokens.access_token === "string") {
