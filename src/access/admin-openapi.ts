@@ -273,6 +273,7 @@ export function adminOpenApiDocument(baseUrl: string): Record<string, unknown> {
             available_modes: { type: "array", items: { type: "string" } },
             proxy_jwt: { $ref: "#/components/schemas/ProxyJwtSettings" },
             oidc: { $ref: "#/components/schemas/OidcSettings" },
+            saml: { $ref: "#/components/schemas/SamlSettings" },
             claim_mappings: { $ref: "#/components/schemas/ClaimMappings" },
             updated_at: { type: "string", format: "date-time" },
             updated_by: { type: "string", nullable: true },
@@ -285,7 +286,28 @@ export function adminOpenApiDocument(baseUrl: string): Record<string, unknown> {
             mode: { type: "string", enum: ["password", "oidc", "saml", "proxy_jwt"] },
             proxy_jwt: { $ref: "#/components/schemas/ProxyJwtSettings" },
             oidc: { $ref: "#/components/schemas/OidcSettings" },
+            saml: { $ref: "#/components/schemas/SamlSettings" },
             claim_mappings: { $ref: "#/components/schemas/ClaimMappings" },
+          },
+        },
+        SamlSettings: {
+          type: "object",
+          properties: {
+            metadata_url: {
+              type: "string",
+              nullable: true,
+              description: "The IdP's metadata URL (read when saved)",
+            },
+            metadata_xml: { type: "string", nullable: true, description: "Or the IdP's metadata pasted" },
+            sp_entity_id: {
+              type: "string",
+              nullable: true,
+              description: "This SP's entity id (default: the SP metadata URL)",
+            },
+            acs_url: { type: "string", readOnly: true },
+            sp_metadata_url: { type: "string", readOnly: true },
+            idp_entry_point: { type: "string", readOnly: true, nullable: true },
+            idp_certificates: { type: "integer", readOnly: true },
           },
         },
         OidcSettings: {

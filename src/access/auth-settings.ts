@@ -15,10 +15,11 @@ import { sql } from "../storage/sql.ts";
 import type { Actor } from "./actor.ts";
 import { type OidcClientSettings, oidcConfiguration, oidcUrlProblem } from "./oidc.ts";
 import { type ClaimMappings, fetchJwks } from "./proxy-jwt.ts";
+import { fetchIdpMetadata, parseIdpMetadata, type SamlSpSettings } from "./saml.ts";
 
 export type AuthMode = "password" | "oidc" | "saml" | "proxy_jwt";
-/** Modes this version can enable. SAML is declared by the spec but not built yet. */
-export const AVAILABLE_MODES: readonly AuthMode[] = ["password", "oidc", "proxy_jwt"];
+/** Modes this version can enable (all four of spec 5). */
+export const AVAILABLE_MODES: readonly AuthMode[] = ["password", "oidc", "saml", "proxy_jwt"];
 
 export interface AuthSettings {
   mode: AuthMode;
@@ -33,6 +34,11 @@ export interface AuthSettings {
   /** Sealed (src/kernel/sealed.ts); never serialised. */
   oidcClientSecretSealed: string | null;
   oidcScopes: string;
+  samlMetadataUrl: string | null;
+  samlMetadataXml: string | null;
+  samlIdpEntryPoint: string | null;
+  samlIdpCerts: string[];
+  samlSpEntityId: string | null;
   updatedAt: Date;
   updatedBy: string | null;
 }
@@ -50,6 +56,11 @@ interface Row {
   oidc_client_id?: string | null;
   oidc_client_secret_sealed?: string | null;
   oidc_scopes?: string;
+  saml_metadata_url?: string | null;
+  saml_metadata_xml?: string | null;
+  saml_idp_entry_point?: string | null;
+  saml_idp_certs?: string[] | null;
+  saml_sp_entity_id?: string | null;
   updated_at: Date;
   updated_by: string | null;
 }
@@ -75,6 +86,11 @@ function fromRow(r: Row): AuthSettings {
     oidcClientId: r.oidc_client_id ?? null,
     oidcClientSecretSealed: r.oidc_client_secret_sealed ?? null,
     oidcScopes: r.oidc_scopes ?? "openid email profile",
+    samlMetadataUrl: r.saml_metadata_url ?? null,
+    samlMetadataXml: r.saml_metadata_xml ?? null,
+    samlIdpEntryPoint: r.saml_idp_entry_point ?? null,
+    samlIdpCerts: r.saml_idp_certs ?? [],
+    samlSpEntityId: r.saml_sp_entity_id ?? null,
     updatedAt: r.updated_at,
     updatedBy: r.updated_by,
   };
@@ -120,6 +136,15 @@ export function serializeAuthSettings(s: AuthSettings, baseUrl: string): Record<
       client_secret: s.oidcClientSecretSealed ? { set: true } : null,
       scopes: s.oidcScopes,
       redirect_uri: `${baseUrl}/auth/oidc/callback`,
+    },
+    saml: {
+      metadata_url: s.samlMetadataUrl,
+      metadata_xml: s.samlMetadataXml,
+      sp_entity_id: spEntityId(s, baseUrl),
+      acs_url: `${baseUrl}/auth/saml/consume`,
+      sp_metadata_url: `${baseUrl}/auth/saml/metadata`,
+      idp_entry_point: s.samlIdpEntryPoint,
+      idp_certificates: s.samlIdpCerts.length,
     },
     claim_mappings: { ...s.claimMappings },
     updated_at: s.updatedAt.toISOString(),
@@ -240,6 +265,22 @@ export async function updateAuthSettings(
       next.oidcScopes = list.join(" ");
     }
   }
+  const samlIn = objectOf(body.saml, "/saml");
+  if (samlIn) {
+    for (const k of Object.keys(samlIn)) {
+      if (!["metadata_url", "metadata_xml", "sp_entity_id"].includes(k)) {
+        throw new ValidationError(`saml has no member '${k}' (metadata_url, metadata_xml, sp_entity_id)`, {
+          source: { pointer: `/saml/${k}` },
+        });
+      }
+    }
+    const url = optionalString(samlIn.metadata_url, "/saml/metadata_url", 2000);
+    if (url !== undefined) next.samlMetadataUrl = url;
+    const xml = optionalString(samlIn.metadata_xml, "/saml/metadata_xml", 1_000_000);
+    if (xml !== undefined) next.samlMetadataXml = xml;
+    const entity = optionalString(samlIn.sp_entity_id, "/saml/sp_entity_id", 1000);
+    if (entity !== undefined) next.samlSpEntityId = entity;
+  }
   const claims = objectOf(body.claim_mappings, "/claim_mappings");
   if (claims) {
     for (const k of Object.keys(claims)) {
@@ -303,6 +344,40 @@ export async function updateAuthSettings(
       }
     }
   }
+  if (next.mode === "saml" && (samlIn || current.mode !== "saml")) {
+    // The IdP's metadata is read now (fetched through the outbound guard, or the pasted XML) and
+    // its sign-on URL and signing certificates stored: no mode that cannot verify an assertion.
+    let xml = next.samlMetadataXml;
+    if (next.samlMetadataUrl) {
+      const problem = httpUrlProblem(next.samlMetadataUrl);
+      if (problem)
+        throw new ValidationError(`saml.metadata_url ${problem}`, {
+          source: { pointer: "/saml/metadata_url" },
+        });
+      try {
+        xml = await fetchIdpMetadata(ctx, next.samlMetadataUrl);
+      } catch (err) {
+        throw new ValidationError(`saml.metadata_url could not be used: ${(err as Error).message}`, {
+          source: { pointer: "/saml/metadata_url" },
+        });
+      }
+    }
+    if (!xml) {
+      throw new ValidationError("the SAML mode needs saml.metadata_url or saml.metadata_xml", {
+        source: { pointer: "/saml" },
+      });
+    }
+    try {
+      const idp = parseIdpMetadata(xml);
+      next.samlIdpEntryPoint = idp.entryPoint;
+      next.samlIdpCerts = idp.certs;
+    } catch (err) {
+      const at = next.samlMetadataUrl ? "/saml/metadata_url" : "/saml/metadata_xml";
+      throw new ValidationError(`saml.${at.slice(6)} could not be used: ${(err as Error).message}`, {
+        source: { pointer: at },
+      });
+    }
+  }
   if (next.mode === "oidc") {
     const secret = newSecret ?? oidcClientSecret(ctx, next);
     if (!next.oidcDiscoveryUrl || !next.oidcClientId || !secret) {
@@ -339,6 +414,9 @@ export async function updateAuthSettings(
       claim_mappings = ${JSON.stringify(next.claimMappings)}::jsonb,
       oidc_discovery_url = ${next.oidcDiscoveryUrl}, oidc_client_id = ${next.oidcClientId},
       oidc_client_secret_sealed = ${next.oidcClientSecretSealed}, oidc_scopes = ${next.oidcScopes},
+      saml_metadata_url = ${next.samlMetadataUrl}, saml_metadata_xml = ${next.samlMetadataXml},
+      saml_idp_entry_point = ${next.samlIdpEntryPoint}, saml_idp_certs = ${next.samlIdpCerts}::text[],
+      saml_sp_entity_id = ${next.samlSpEntityId},
       updated_at = ${ctx.now()}, updated_by = ${by}
     WHERE id = 1`);
   cache.delete(ctx.db);
@@ -377,4 +455,27 @@ export function oidcClientSettings(ctx: AppContext, s: AuthSettings): OidcClient
     clientSecret: secret,
     scopes: s.oidcScopes,
   };
+}
+
+/** This SP's entity id: as configured, else the SP metadata URL (a common convention). */
+export function spEntityId(s: AuthSettings, baseUrl: string): string {
+  return s.samlSpEntityId ?? `${baseUrl}/auth/saml/metadata`;
+}
+
+/** The service provider's settings when the SAML mode is usable, else null. */
+export function samlSpSettings(s: AuthSettings, baseUrl: string): SamlSpSettings | null {
+  if (s.mode !== "saml" || !s.samlIdpEntryPoint || s.samlIdpCerts.length === 0) return null;
+  return {
+    spEntityId: spEntityId(s, baseUrl),
+    idp: { entryPoint: s.samlIdpEntryPoint, certs: s.samlIdpCerts },
+  };
+}
+
+function httpUrlProblem(raw: string): string | null {
+  try {
+    const u = new URL(raw);
+    return u.protocol === "https:" || u.protocol === "http:" ? null : "must be an http(s) URL";
+  } catch {
+    return "must be a URL";
+  }
 }

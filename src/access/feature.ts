@@ -14,6 +14,7 @@ import { credentialRoutes } from "./routes/credentials.ts";
 import { oidcRoutes } from "./routes/oidc.ts";
 import { passwordResetRoutes } from "./routes/password-reset.ts";
 import { proxyCredentials } from "./routes/proxy-sign-in.ts";
+import { samlRoutes } from "./routes/saml.ts";
 import { sessionRoutes } from "./routes/session.ts";
 import { decide, ruleKind } from "./rule.ts";
 import { CSRF_FIELD, CSRF_HEADER, csrfTokenMatches, SESSION_COOKIE } from "./sessions.ts";
@@ -169,6 +170,7 @@ export function createAccessFeature(): Feature {
 
       await sessionRoutes(app, ctx, limiter);
       await oidcRoutes(app, ctx, limiter);
+      await samlRoutes(app, ctx, limiter);
       await passwordResetRoutes(app, ctx, limiter);
       await credentialRoutes(app, ctx);
       await adminRoutes(app, ctx);

@@ -79,7 +79,7 @@ export async function adminRoutes(app: FastifyInstance, ctx: AppContext): Promis
   );
   app.put(
     "/api/admin/auth-settings",
-    { config: { ...authConfig, body: ["mode", "proxy_jwt", "oidc", "claim_mappings"] } },
+    { config: { ...authConfig, body: ["mode", "proxy_jwt", "oidc", "saml", "claim_mappings"] } },
     async (request) => {
       const settings = await updateAuthSettings(ctx, actorOf(request), body(request));
       request.log.info(

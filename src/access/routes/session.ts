@@ -153,8 +153,8 @@ export async function sessionRoutes(
           action: local ? "/auth/local/sign-in" : "/users/log-in",
           ssoNotice: !local && mode !== "password" ? SSO_NOTICE[mode] : undefined,
           ssoLink:
-            !local && mode === "oidc"
-              ? `/auth/oidc/login?return_to=${encodeURIComponent(safeReturnTo(q.return_to))}`
+            !local && (mode === "oidc" || mode === "saml")
+              ? `/auth/${mode}/login?return_to=${encodeURIComponent(safeReturnTo(q.return_to))}`
               : undefined,
         }),
       );

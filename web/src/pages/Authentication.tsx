@@ -21,6 +21,15 @@ interface AuthSettings {
     scopes: string;
     redirect_uri: string;
   };
+  saml: {
+    metadata_url: string | null;
+    metadata_xml: string | null;
+    sp_entity_id: string;
+    acs_url: string;
+    sp_metadata_url: string;
+    idp_entry_point: string | null;
+    idp_certificates: number;
+  };
   claim_mappings: { email: string; name: string; sub: string };
   updated_at: string;
   updated_by: string | null;
@@ -91,6 +100,9 @@ export function Authentication() {
               audience: opt(f, "audience"),
             };
           }
+          if (shown === "saml") {
+            body.saml = { metadata_url: opt(f, "metadata_url"), metadata_xml: opt(f, "metadata_xml") };
+          }
           if (shown === "oidc") {
             const secret = opt(f, "client_secret");
             body.oidc = {
@@ -154,6 +166,39 @@ export function Authentication() {
             <Field label="Scopes" name="scopes" error={act.error}>
               <input id="f-scopes" name="scopes" defaultValue={s.oidc.scopes} />
             </Field>
+          </fieldset>
+        )}
+
+        {shown === "saml" && (
+          <fieldset>
+            <legend>SAML 2.0</legend>
+            <p class="muted">
+              Give your identity provider this service provider's metadata:{" "}
+              <code>{s.saml.sp_metadata_url}</code> (entity id <code>{s.saml.sp_entity_id}</code>, assertion
+              consumer service <code>{s.saml.acs_url}</code>).
+            </p>
+            <Field label="IdP metadata URL" name="metadata_url" error={act.error} hint="Read when you save">
+              <input
+                id="f-metadata_url"
+                name="metadata_url"
+                type="url"
+                defaultValue={s.saml.metadata_url ?? ""}
+              />
+            </Field>
+            <Field label="Or the IdP metadata (XML)" name="metadata_xml" error={act.error}>
+              <textarea
+                id="f-metadata_xml"
+                name="metadata_xml"
+                rows={4}
+                defaultValue={s.saml.metadata_xml ?? ""}
+              />
+            </Field>
+            {s.saml.idp_entry_point && (
+              <p class="muted">
+                In use: sign-on at <code>{s.saml.idp_entry_point}</code>, {s.saml.idp_certificates} signing
+                certificate(s).
+              </p>
+            )}
           </fieldset>
         )}
 

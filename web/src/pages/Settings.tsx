@@ -33,7 +33,10 @@ export function Settings() {
         )}
         {can("settings.auth.manage") && (
           <Card title="Authentication" href="/settings/authentication">
-            <p>How people sign in: passwords, single sign-on (OpenID Connect) or a gateway proxy's JWT.</p>
+            <p>
+              How people sign in: passwords, single sign-on (OpenID Connect, SAML 2.0) or a gateway proxy's
+              JWT.
+            </p>
           </Card>
         )}
         <Card title="Instance">
