@@ -50,9 +50,7 @@ module.exports = {
         "The JSON:API resource engine (engine/, define, registry, state-machine) is a framework: domains register with it, not the reverse.",
       severity: "error",
       from: { path: "^src/jsonapi/(engine/|define\\.ts|registry\\.ts|state-machine\\.ts)" },
-      to: {
-        path: "^src/(alerting|inventory|monitoring|srql|telemetry|mcp|ops|jsonapi/(infrastructure|telemetry|resources))",
-      },
+      to: { path: "^src/(alerting|inventory|monitoring|srql|telemetry|mcp|ops|jsonapi/resources\\.ts)" },
     },
     {
       name: "tests-stay-out-of-production",

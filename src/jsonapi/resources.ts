@@ -4,8 +4,8 @@
  * The JSON:API feature imports this file before it builds routes, so the order of the lines
  * does not matter.
  */
-import "./infrastructure/resources.ts";
-import "./telemetry/resources.ts";
+import "../monitoring/infrastructure/resources.ts";
+import "../telemetry/resources.ts";
 import "../monitoring/resources/index.ts";
 import "../alerting/resources/index.ts";
 import "../inventory/resources/index.ts";

@@ -8,7 +8,7 @@ import {
   RELEASE_TARGET_STATES,
   releaseTargetMachine,
   rolloutMachine,
-} from "./infrastructure/machines.ts";
+} from "../monitoring/infrastructure/machines.ts";
 import { canTransition, checkTransition, defineStateMachine, sourcesOf } from "./state-machine.ts";
 
 describe("state machines", () => {

@@ -2,14 +2,15 @@
  * Gateway and agent transitions the core applies itself, below the declared operations:
  * re-registration (a known gateway or agent walks its state machine back to healthy /
  * connecting), the internal `restore_health` of a degraded agent, and the leader's liveness
- * sweep. The state machines are those of src/jsonapi/infrastructure/machines.ts.
+ * sweep. The state machines are those of src/monitoring/infrastructure/machines.ts.
  */
-import { agentMachine, gatewayMachine } from "../jsonapi/infrastructure/machines.ts";
+
 import { checkTransition, type StateMachine } from "../jsonapi/state-machine.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { NotFoundError } from "../kernel/errors.ts";
 import type { Queryable } from "../storage/db.ts";
 import { ident, join, sql } from "../storage/sql.ts";
+import { agentMachine, gatewayMachine } from "./infrastructure/machines.ts";
 
 /** A gateway or agent whose last heartbeat is older than this is marked offline/disconnected. */
 export const DEFAULT_HEARTBEAT_TIMEOUT_SECONDS = 60;

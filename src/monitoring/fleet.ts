@@ -1,12 +1,12 @@
 /**
  * Gateway and agent lifecycle as the monitoring processes drive it (register, connect,
  * heartbeat, degrade, drain, disconnect). The embedded gateway and agent act through the
- * declared `gateway`/`agent` actions (src/jsonapi/infrastructure/resources.ts) with the same
+ * declared `gateway`/`agent` actions (src/monitoring/infrastructure/resources.ts) with the same
  * control-plane identity a remote process's credential carries — so the in-process link runs
  * exactly the code `POST/PATCH /api/v2/gateways|agents…` runs for a remote one (issue 11).
  */
 import type { Actor } from "../access/actor.ts";
-import "../jsonapi/infrastructure/resources.ts";
+import "./infrastructure/resources.ts";
 import { runAction } from "../jsonapi/engine/actions.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { sql } from "../storage/sql.ts";

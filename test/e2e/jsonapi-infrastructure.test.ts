@@ -6,13 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { issueControlPlaneToken } from "../../src/access/tokens.ts";
 import { RETIRED_ROUTES } from "../../src/jsonapi/feature.ts";
+import { canTransition } from "../../src/jsonapi/state-machine.ts";
 import {
   AGENT_STATES,
   agentMachine,
   GATEWAY_STATES,
   gatewayMachine,
-} from "../../src/jsonapi/infrastructure/machines.ts";
-import { canTransition } from "../../src/jsonapi/state-machine.ts";
+} from "../../src/monitoring/infrastructure/machines.ts";
 import { sql } from "../../src/storage/sql.ts";
 import { tokenFor } from "../helpers/auth.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";

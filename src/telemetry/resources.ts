@@ -5,10 +5,11 @@
  * tags…) are declared `stored: false`: serialised as null, and a filter or sort on them is a
  * 400 naming the field. Rows are scoped to the caller's partitions.
  */
-import { join, type SqlFragment, sql } from "../../storage/sql.ts";
-import type { AttributeDecl, AttributeType, QueryHelpers } from "../define.ts";
-import { defineResource } from "../define.ts";
-import { registerResource } from "../registry.ts";
+
+import type { AttributeDecl, AttributeType, QueryHelpers } from "../jsonapi/define.ts";
+import { defineResource } from "../jsonapi/define.ts";
+import { registerResource } from "../jsonapi/registry.ts";
+import { join, type SqlFragment, sql } from "../storage/sql.ts";
 
 type Spec = Record<string, AttributeType | AttributeDecl>;
 

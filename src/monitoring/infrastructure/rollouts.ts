@@ -6,11 +6,11 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Actor } from "../../access/actor.ts";
+import { checkTransition } from "../../jsonapi/state-machine.ts";
 import type { AppContext } from "../../kernel/context.ts";
 import { InvalidRequestError, NotFoundError } from "../../kernel/errors.ts";
 import type { Queryable } from "../../storage/db.ts";
 import { join, sql } from "../../storage/sql.ts";
-import { checkTransition } from "../state-machine.ts";
 import {
   IN_FLIGHT,
   type ReleaseTargetState,

@@ -1,7 +1,7 @@
 /**
  * State machines of gateways, agents and agent release rollouts (reference §2.1, §2.2, §2.5).
  */
-import { defineStateMachine } from "../state-machine.ts";
+import { defineStateMachine } from "../../jsonapi/state-machine.ts";
 
 export const GATEWAY_STATES = [
   "inactive",

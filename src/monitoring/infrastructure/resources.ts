@@ -11,17 +11,13 @@
  */
 
 import type { Actor } from "../../access/actor.ts";
+import type { AttributeDecl, OperationDecl } from "../../jsonapi/define.ts";
+import { defineResource } from "../../jsonapi/define.ts";
+import { registerResource } from "../../jsonapi/registry.ts";
 import { ForbiddenError } from "../../kernel/errors.ts";
-import {
-  reRegisterAgent,
-  reRegisterGateway,
-  restoreAgentIfHealthy,
-} from "../../monitoring/fleet-transitions.ts";
-import { parseLabels } from "../../monitoring/labels.ts";
 import { sql } from "../../storage/sql.ts";
-import type { AttributeDecl, OperationDecl } from "../define.ts";
-import { defineResource } from "../define.ts";
-import { registerResource } from "../registry.ts";
+import { reRegisterAgent, reRegisterGateway, restoreAgentIfHealthy } from "../fleet-transitions.ts";
+import { parseLabels } from "../labels.ts";
 import { agentMachine, gatewayMachine, RELEASE_TARGET_STATES } from "./machines.ts";
 
 const VIEW = { permission: "infrastructure.view" } as const;
