@@ -292,6 +292,17 @@ export const VARIABLES = {
     default: 5514,
     description: "Syslog listen port, UDP and TCP (RFC 5424 and RFC 3164); 0 turns the syslog receiver off",
   }),
+  NETMON_SYSLOG_TLS_PORT: v({
+    parse: int(0, 65535),
+    default: 0,
+    description:
+      "Syslog over TLS (RFC 5425, octet-counted frames, TLS 1.2+) listen port, e.g. 6514; 0 (the default) leaves it off. Needs NETMON_SYSLOG_TLS_CERT_FILE and NETMON_SYSLOG_TLS_KEY_FILE",
+  }),
+  NETMON_SYSLOG_TLS_CERT_FILE: v({
+    parse: str,
+    description: "PEM certificate (chain) of the syslog TLS listener",
+  }),
+  NETMON_SYSLOG_TLS_KEY_FILE: v({ parse: str, description: "PEM private key of the syslog TLS listener" }),
   NETMON_SNMP_TRAP_PORT: v({
     parse: int(0, 65535),
     default: 1162,
@@ -386,6 +397,7 @@ export interface Config {
     host: string;
     otlpGrpcPort: number;
     syslogPort: number;
+    syslogTls: { port: number; certFile: string | undefined; keyFile: string | undefined };
     snmpTrapPort: number;
     snmpTrapCommunities: string[];
     snmpTrapUsers: TrapUser[];
@@ -474,6 +486,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       host: r.NETMON_INGEST_HOST,
       otlpGrpcPort: r.NETMON_OTLP_GRPC_PORT,
       syslogPort: r.NETMON_SYSLOG_PORT,
+      syslogTls: {
+        port: r.NETMON_SYSLOG_TLS_PORT,
+        certFile: r.NETMON_SYSLOG_TLS_CERT_FILE,
+        keyFile: r.NETMON_SYSLOG_TLS_KEY_FILE,
+      },
       snmpTrapPort: r.NETMON_SNMP_TRAP_PORT,
       snmpTrapCommunities: r.NETMON_SNMP_TRAP_COMMUNITIES,
       snmpTrapUsers: r.NETMON_SNMP_TRAP_USERS,

@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import { promoteLogs } from "../alerting/event-rules.ts";
 import { writeInternalLog } from "../alerting/internal-log.ts";
 import type { AppContext } from "../kernel/context.ts";
@@ -9,7 +10,7 @@ import { otlpHttpRoutes } from "./otlp/http.ts";
 import { purgeExpiredTelemetry } from "./retention.ts";
 import { rollupHourly } from "./rollup.ts";
 import { startTrapReceiver, type TrapReceiver } from "./snmp-trap.ts";
-import { type SyslogReceiver, startSyslogReceiver } from "./syslog/receiver.ts";
+import { type SyslogReceiver, type SyslogTlsOptions, startSyslogReceiver } from "./syslog/receiver.ts";
 
 /** The non-HTTP receivers a running server started (tests flush and address them). */
 export interface Receivers {
@@ -162,10 +163,18 @@ export function createTelemetryFeature(): Feature {
           users: ctx.config.ingest.snmpTrapUsers,
         });
       }
-      if (syslogPort > 0)
+      if (syslogPort > 0) {
+        let tlsOptions: SyslogTlsOptions | undefined;
+        try {
+          tlsOptions = syslogTlsOptions(ctx);
+        } catch (err) {
+          // Plain UDP/TCP syslog still starts; the TLS listener stays off and says why.
+          ctx.log.error({ err }, "syslog TLS listener could not be configured; it stays off");
+        }
         receivers.syslog = await tryStart("syslog", syslogPort, () =>
-          startSyslogReceiver(ctx, gateFor(ctx), host, syslogPort),
+          startSyslogReceiver(ctx, gateFor(ctx), host, syslogPort, tlsOptions),
         );
+      }
       timers.push(setInterval(() => run(() => rollup(ctx)), ROLLUP_EVERY_MS));
       timers.push(setInterval(() => run(() => retention(ctx)), RETENTION_EVERY_MS));
       timers.push(setTimeout(() => run(() => retention(ctx)), RETENTION_FIRST_MS));
@@ -185,4 +194,19 @@ export function createTelemetryFeature(): Feature {
       await running;
     },
   };
+}
+
+/**
+ * The syslog TLS listener's options, or undefined when it is off. Misconfiguration (a port
+ * without readable PEM files) throws, so the receiver's start fails loudly in the log.
+ */
+function syslogTlsOptions(ctx: AppContext): SyslogTlsOptions | undefined {
+  const { port, certFile, keyFile } = ctx.config.ingest.syslogTls;
+  if (port === 0) return undefined;
+  if (!certFile || !keyFile) {
+    throw new Error(
+      "NETMON_SYSLOG_TLS_PORT is set but NETMON_SYSLOG_TLS_CERT_FILE or NETMON_SYSLOG_TLS_KEY_FILE is not",
+    );
+  }
+  return { port, cert: fs.readFileSync(certFile, "utf8"), key: fs.readFileSync(keyFile, "utf8") };
 }

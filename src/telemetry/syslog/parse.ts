@@ -99,7 +99,12 @@ function structured(sd: unknown): Record<string, Record<string, string>> {
 }
 
 /** Parse one message received from `sourceIp` at `now`. Never throws. */
-export function syslogToLog(raw: string, sourceIp: string, transport: "udp" | "tcp", now: Date): LogRow {
+export function syslogToLog(
+  raw: string,
+  sourceIp: string,
+  transport: "udp" | "tcp" | "tls",
+  now: Date,
+): LogRow {
   const truncated = raw.length > MAX_SYSLOG_MESSAGE;
   const line = (truncated ? raw.slice(0, MAX_SYSLOG_MESSAGE) : raw).replace(/[\r\n]+$/, "");
   let p: Parsed = {};

@@ -1,5 +1,6 @@
 import dgram from "node:dgram";
 import net from "node:net";
+import tls from "node:tls";
 import { SYSTEM_ACTOR } from "../../access/actor.ts";
 import { promoteStoredLogs } from "../../alerting/event-rules.ts";
 import { resolveAddresses } from "../../inventory/identity.ts";
@@ -36,6 +37,8 @@ export interface SyslogStats {
 export interface SyslogReceiver {
   readonly udpPort: number;
   readonly tcpPort: number;
+  /** The RFC 5425 TLS port, when TLS is on. */
+  readonly tlsPort: number | null;
   readonly stats: SyslogStats;
   /** Resolves when everything received so far is stored (tests, shutdown). */
   flush(): Promise<void>;
@@ -198,12 +201,23 @@ function tcpFramer(onFrame: (frame: string) => void, onError: (why: string) => v
   };
 }
 
-/** Start UDP and TCP listeners on `host:port` (port 0: an ephemeral port each, for tests). */
+/** Syslog over TLS (RFC 5425): its own port, a certificate and key (PEM). */
+export interface SyslogTlsOptions {
+  port: number;
+  cert: string;
+  key: string;
+}
+
+/**
+ * Start UDP and TCP listeners on `host:port` (port 0: an ephemeral port each, for tests), and
+ * with `tls` a TLS listener (RFC 5425: octet-counted frames inside TLS 1.2+).
+ */
 export async function startSyslogReceiver(
   ctx: AppContext,
   gate: IngestGate,
   host: string,
   port: number,
+  tlsOptions?: SyslogTlsOptions,
 ): Promise<SyslogReceiver> {
   const writer = new Writer(ctx, gate);
   const udp = dgram.createSocket({
@@ -226,14 +240,16 @@ export async function startSyslogReceiver(
   });
 
   const sockets = new Set<net.Socket>();
-  const tcp = net.createServer((socket) => {
+  // One stream handler for TCP and TLS: the same framing (octet counting or newlines), the
+  // same back-pressure (a socket is paused while its frames wait for the database).
+  const stream = (transport: "tcp" | "tls") => (socket: net.Socket) => {
     sockets.add(socket);
     socket.setTimeout(IDLE_TIMEOUT_MS, () => socket.destroy());
     const ip = plainIp(socket.remoteAddress);
     const feed = tcpFramer(
-      (frame) => writer.push(syslogToLog(frame, ip, "tcp", ctx.now()), socket),
+      (frame) => writer.push(syslogToLog(frame, ip, transport, ctx.now()), socket),
       (why) => {
-        ctx.log.warn({ source_ip: ip, why }, "syslog TCP stream closed: framing error");
+        ctx.log.warn({ source_ip: ip, why, transport }, "syslog stream closed: framing error");
         socket.destroy();
       },
     );
@@ -244,7 +260,8 @@ export async function startSyslogReceiver(
       writer.forget(socket);
       writer.kick();
     });
-  });
+  };
+  const tcp = net.createServer(stream("tcp"));
   tcp.maxConnections = MAX_CONNECTIONS;
   // The same port number for TCP as UDP got (an ephemeral UDP port may be taken on TCP: retry).
   const udpPort = udp.address().port;
@@ -261,11 +278,45 @@ export async function startSyslogReceiver(
     throw err;
   }
   const tcpPort = (tcp.address() as net.AddressInfo).port;
-  ctx.log.info({ host, udp_port: udpPort, tcp_port: tcpPort }, "syslog receiver listening");
+  let tlsServer: tls.Server | null = null;
+  if (tlsOptions) {
+    tlsServer = tls.createServer(
+      { cert: tlsOptions.cert, key: tlsOptions.key, minVersion: "TLSv1.2", handshakeTimeout: 10_000 },
+      stream("tls"),
+    );
+    tlsServer.maxConnections = MAX_CONNECTIONS;
+    // A failed handshake (a plain-TCP sender, a bad client) is the sender's problem, logged once.
+    tlsServer.on("tlsClientError", (err, socket) => {
+      ctx.log.info(
+        { source_ip: plainIp(socket.remoteAddress), err: err.message },
+        "syslog TLS handshake failed",
+      );
+    });
+    const server = tlsServer;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(tlsOptions.port, host, () => {
+          server.off("error", reject);
+          resolve();
+        });
+      });
+    } catch (err) {
+      udp.close();
+      tcp.close();
+      throw err;
+    }
+  }
+  const tlsPort = tlsServer ? (tlsServer.address() as net.AddressInfo).port : null;
+  ctx.log.info(
+    { host, udp_port: udpPort, tcp_port: tcpPort, tls_port: tlsPort },
+    "syslog receiver listening",
+  );
 
   return {
     udpPort,
     tcpPort,
+    tlsPort,
     stats: writer.stats,
     flush: () => writer.flush(),
     async close() {
@@ -274,6 +325,10 @@ export async function startSyslogReceiver(
         tcp.close(() => r());
         for (const s of sockets) s.destroy();
       });
+      if (tlsServer) {
+        const server = tlsServer;
+        await new Promise<void>((r) => server.close(() => r()));
+      }
       await writer.flush();
       writer.close();
     },
