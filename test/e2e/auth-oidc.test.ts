@@ -10,6 +10,7 @@ import Provider from "oidc-provider";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "../../src/storage/sql.ts";
 import { authHeaders, tokenFor } from "../helpers/auth.ts";
+import { freeTcpUdpPort } from "../helpers/ports.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
@@ -85,17 +86,9 @@ const putSettings = (body: unknown) =>
     body: JSON.stringify(body),
   });
 
-async function freePort(): Promise<number> {
-  const s = http.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
 beforeAll(async () => {
   // The redirect URI is built from NETMON_BASE_URL, so the server's address is fixed up front.
-  const port = await freePort();
+  const port = await freeTcpUdpPort();
   server = await startTestServer({
     env: { PORT: String(port), NETMON_BASE_URL: `http://127.0.0.1:${port}` },
   });

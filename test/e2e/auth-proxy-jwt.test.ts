@@ -69,7 +69,7 @@ beforeAll(async () => {
   key1 = await generateKeyPair("RS256", { extractable: true });
   key2 = await generateKeyPair("RS256", { extractable: true });
   published = [await publicJwk(key1, "k1")];
-  jwksServer = http.createServer((req, res) => {
+  jwksServer = http.createServer((_req, res) => {
     jwksFetches++;
     res.setHeader("content-type", "application/json");
     res.end(JSON.stringify({ keys: published }));

@@ -4,17 +4,15 @@
  * external id); unsigned, wrongly signed, expired, wrong-audience and replayed ones are refused.
  * Also the IdP metadata handling of the settings API and the SP metadata and AuthnRequest.
  */
-import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SignedXml } from "xml-crypto";
 import { sql } from "../../src/storage/sql.ts";
 import { authHeaders, tokenFor } from "../helpers/auth.ts";
+import { selfSignedCert } from "../helpers/certs.ts";
+import { freeTcpUdpPort } from "../helpers/ports.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 const IDP = "https://idp.example.test/saml";
@@ -29,33 +27,6 @@ let attackerKey = "";
 let attackerCert = "";
 let sp = "";
 let acs = "";
-
-function keyPair(dir: string, name: string): { key: string; cert: string } {
-  const key = path.join(dir, `${name}.key`);
-  const cert = path.join(dir, `${name}.crt`);
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      key,
-      "-out",
-      cert,
-      "-days",
-      "2",
-      "-subj",
-      `/CN=${name}`,
-    ],
-    {
-      stdio: "ignore",
-    },
-  );
-  return { key: fs.readFileSync(key, "utf8"), cert: fs.readFileSync(cert, "utf8") };
-}
 
 const bare = (pem: string) => pem.replace(/-----[^-]+-----/g, "").replace(/\s+/g, "");
 
@@ -127,26 +98,16 @@ const putSettings = (body: unknown) =>
     body: JSON.stringify(body),
   });
 
-async function freePort(): Promise<number> {
-  const s = http.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
 beforeAll(async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "netmon-saml-"));
-  ({ key: idpKey, cert: idpCert } = keyPair(dir, "idp"));
-  ({ key: attackerKey, cert: attackerCert } = keyPair(dir, "attacker"));
-  fs.rmSync(dir, { recursive: true, force: true });
+  ({ key: idpKey, cert: idpCert } = selfSignedCert("idp"));
+  ({ key: attackerKey, cert: attackerCert } = selfSignedCert("attacker"));
   metadataServer = http.createServer((_req, res) => {
     res.setHeader("content-type", "application/samlmetadata+xml");
     res.end(metadata(idpCert));
   });
   await new Promise<void>((r) => metadataServer.listen(0, "127.0.0.1", r));
   metadataUrl = `http://127.0.0.1:${(metadataServer.address() as AddressInfo).port}/metadata`;
-  const port = await freePort();
+  const port = await freeTcpUdpPort();
   const base = `http://127.0.0.1:${port}`;
   sp = `${base}/auth/saml/metadata`;
   acs = `${base}/auth/saml/consume`;

@@ -471,7 +471,7 @@ describe("JSON:API v2 conformance", () => {
       expectError(await admin.get("/agents", "page[after]=garbage"), 400, "page[after]");
       expectError(await admin.get("/agents", "page[size]=3"), 400, "page[size]");
       const r = await admin.get("/agents", "page[limit]=2&page[count]=true");
-      const pageMeta = (r.doc.meta ?? {}).page as { total: number; max_limit: number };
+      const pageMeta = r.doc.meta?.page as { total: number; max_limit: number };
       expect(pageMeta.max_limit).toBe(1000);
       expect(pageMeta.total).toBeGreaterThanOrEqual(seeds.length);
     });
@@ -490,7 +490,7 @@ describe("JSON:API v2 conformance", () => {
       expect(r.status).toBe(200);
       expect(r.doc.included?.map((i) => `${i.type}:${i.id}`)).toEqual(["gateway:gw-a"]);
       const d = des(r.doc).data as Record<string, unknown>[];
-      const gw = (d[0] ?? {}).gateway as { data: { component_id: string } };
+      const gw = d[0]?.gateway as { data: { component_id: string } };
       expect(gw.data.component_id).toBe("c-gw-a");
     });
 

@@ -3,7 +3,6 @@
  * sends octet-counted RFC 5424 frames; they are stored with transport `tls`. A plain-TCP sender
  * on the TLS port gets nothing stored and does not disturb the listener.
  */
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -11,6 +10,7 @@ import path from "node:path";
 import tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { receiversOf } from "../../src/telemetry/feature.ts";
+import { selfSignedCert } from "../helpers/certs.ts";
 import { freeTcpUdpPort } from "../helpers/ports.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -21,28 +21,10 @@ let dir = "";
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "netmon-syslog-tls-"));
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      path.join(dir, "key.pem"),
-      "-out",
-      path.join(dir, "cert.pem"),
-      "-days",
-      "2",
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=IP:127.0.0.1",
-    ],
-    { stdio: "ignore" },
-  );
-  cert = fs.readFileSync(path.join(dir, "cert.pem"), "utf8");
+  const pair = selfSignedCert("localhost", { ipSan: "127.0.0.1" });
+  cert = pair.cert;
+  fs.writeFileSync(path.join(dir, "cert.pem"), pair.cert);
+  fs.writeFileSync(path.join(dir, "key.pem"), pair.key, { mode: 0o600 });
   const port = await freeTcpUdpPort();
   const tlsPort = await freeTcpUdpPort();
   server = await startTestServer({

@@ -4,15 +4,14 @@
  * validates the answer, signs the user in (found by subject, linked by email or provisioned as a
  * viewer; disabled accounts refused) and starts a browser session.
  */
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance } from "fastify";
 import type { AppContext } from "../../kernel/context.ts";
-import { isAppError, NotFoundError, RateLimitedError } from "../../kernel/errors.ts";
+import { NotFoundError, RateLimitedError } from "../../kernel/errors.ts";
 import { loadAuthSettings, oidcClientSettings } from "../auth-settings.ts";
-import { signInExternalUser } from "../external-users.ts";
 import { finishOidcLogin, OidcError, startOidcLogin } from "../oidc.ts";
 import type { RateLimiter } from "../rate-limit.ts";
-import { createSession } from "../sessions.ts";
-import { safeReturnTo, setSessionCookies, signInPage } from "./session.ts";
+import { safeReturnTo } from "./session.ts";
+import { finishSso, refuseSso } from "./sso-finish.ts";
 
 /** Callbacks per client IP (the original's auth_oidc_callback budget, 30 per 60 s). */
 const CALLBACK_BUDGET = { requests: 30, windowSeconds: 60 };
@@ -27,19 +26,6 @@ export async function oidcRoutes(app: FastifyInstance, ctx: AppContext, limiter:
     return { s, rp };
   };
 
-  const refuse = (reply: FastifyReply, status: number, message: string) =>
-    reply
-      .code(status)
-      .type("text/html; charset=utf-8")
-      .header("cache-control", "no-store")
-      .send(
-        signInPage({
-          error: message,
-          ssoNotice: "Single sign-on did not complete.",
-          ssoLink: "/auth/oidc/login",
-        }),
-      );
-
   app.get("/auth/oidc/login", { config: publicPage }, async (request, reply) => {
     const { rp } = await settings();
     const q = request.query as Record<string, unknown>;
@@ -49,7 +35,12 @@ export async function oidcRoutes(app: FastifyInstance, ctx: AppContext, limiter:
     } catch (err) {
       if (!(err instanceof OidcError)) throw err;
       request.log.warn({ event: "oidc_unavailable", reason: err.message }, "OIDC login could not start");
-      return refuse(reply, 502, `The identity provider cannot be reached: ${err.message}`);
+      return refuseSso(
+        reply,
+        502,
+        `The identity provider cannot be reached: ${err.message}`,
+        "/auth/oidc/login",
+      );
     }
   });
 
@@ -58,27 +49,13 @@ export async function oidcRoutes(app: FastifyInstance, ctx: AppContext, limiter:
     if (!budget.allowed) throw new RateLimitedError(budget.retryAfter);
     const { s, rp } = await settings();
     const query = (request.raw.url ?? "").split("?")[1] ?? "";
-    try {
-      const who = await finishOidcLogin(ctx, rp, s.claimMappings, query);
-      const user = await signInExternalUser(ctx, "oidc", who);
-      const session = await createSession(ctx, user.id, {
-        ip: request.ip,
-        userAgent:
-          typeof request.headers["user-agent"] === "string" ? request.headers["user-agent"] : undefined,
-      });
-      setSessionCookies(ctx, request, reply, session.token);
-      return reply
-        .code(303)
-        .header("location", safeReturnTo(who.returnTo))
-        .header("cache-control", "no-store")
-        .send();
-    } catch (err) {
-      if (err instanceof OidcError) {
-        request.log.info({ event: "oidc_sign_in_failed", reason: err.message }, "OIDC sign-in failed");
-        return refuse(reply, 401, err.message);
-      }
-      if (isAppError(err) && err.status === 403) return refuse(reply, 403, err.message);
-      throw err;
-    }
+    return finishSso(
+      ctx,
+      request,
+      reply,
+      "oidc",
+      () => finishOidcLogin(ctx, rp, s.claimMappings, query),
+      OidcError,
+    );
   });
 }

@@ -3,15 +3,14 @@
  * IdP's configuration), `GET /auth/saml/login` (an AuthnRequest by HTTP-Redirect) and
  * `POST /auth/saml/consume`, the assertion consumer service the IdP posts the response to.
  */
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance } from "fastify";
 import type { AppContext } from "../../kernel/context.ts";
-import { isAppError, NotFoundError, RateLimitedError } from "../../kernel/errors.ts";
+import { NotFoundError, RateLimitedError } from "../../kernel/errors.ts";
 import { loadAuthSettings, samlSpSettings, spEntityId } from "../auth-settings.ts";
-import { signInExternalUser } from "../external-users.ts";
 import type { RateLimiter } from "../rate-limit.ts";
 import { consumeSamlResponse, SamlError, samlLoginUrl, spMetadata } from "../saml.ts";
-import { createSession } from "../sessions.ts";
-import { safeReturnTo, setSessionCookies, signInPage } from "./session.ts";
+import { safeReturnTo } from "./session.ts";
+import { finishSso, refuseSso } from "./sso-finish.ts";
 
 /** Responses per client IP (the original's auth_saml_callback budget, 30 per 60 s). */
 const CONSUME_BUDGET = { requests: 30, windowSeconds: 60 };
@@ -25,19 +24,6 @@ export async function samlRoutes(app: FastifyInstance, ctx: AppContext, limiter:
     if (!sp) throw new NotFoundError("SAML sign-in is not enabled on this instance");
     return { s, sp };
   };
-
-  const refuse = (reply: FastifyReply, status: number, message: string) =>
-    reply
-      .code(status)
-      .type("text/html; charset=utf-8")
-      .header("cache-control", "no-store")
-      .send(
-        signInPage({
-          error: message,
-          ssoNotice: "Single sign-on did not complete.",
-          ssoLink: "/auth/saml/login",
-        }),
-      );
 
   app.get("/auth/saml/metadata", { config: publicPage }, async (_request, reply) => {
     const s = await loadAuthSettings(ctx);
@@ -63,29 +49,18 @@ export async function samlRoutes(app: FastifyInstance, ctx: AppContext, limiter:
       const body = (request.body ?? {}) as Record<string, unknown>;
       const response = typeof body.SAMLResponse === "string" ? body.SAMLResponse : "";
       if (response === "" || response.length > 2_000_000)
-        return refuse(reply, 400, "No SAML response was posted.");
-      try {
-        const who = await consumeSamlResponse(ctx, sp, s.claimMappings, response);
-        const user = await signInExternalUser(ctx, "saml", who);
-        const session = await createSession(ctx, user.id, {
-          ip: request.ip,
-          userAgent:
-            typeof request.headers["user-agent"] === "string" ? request.headers["user-agent"] : undefined,
-        });
-        setSessionCookies(ctx, request, reply, session.token);
-        return reply
-          .code(303)
-          .header("location", safeReturnTo(body.RelayState))
-          .header("cache-control", "no-store")
-          .send();
-      } catch (err) {
-        if (err instanceof SamlError) {
-          request.log.info({ event: "saml_sign_in_failed", reason: err.message }, "SAML sign-in failed");
-          return refuse(reply, 401, err.message);
-        }
-        if (isAppError(err) && err.status === 403) return refuse(reply, 403, err.message);
-        throw err;
-      }
+        return refuseSso(reply, 400, "No SAML response was posted.", "/auth/saml/login");
+      return finishSso(
+        ctx,
+        request,
+        reply,
+        "saml",
+        async () => ({
+          ...(await consumeSamlResponse(ctx, sp, s.claimMappings, response)),
+          returnTo: body.RelayState,
+        }),
+        SamlError,
+      );
     },
   );
 }
