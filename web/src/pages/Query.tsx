@@ -73,7 +73,14 @@ export function QueryExplorer() {
   const catalog = usePoll(() => api.get<Catalog>("/api/srql/catalog"), 0, []);
   const hints = useMemo(() => suggest(catalog.data, draft, cursorPos), [catalog.data, draft, cursorPos]);
 
-  useEffect(() => setDraft(query), [query]);
+  // Follow the URL's query when it changes (back/forward, a link), but not on mount: a mount
+  // effect runs after paint and would wipe what was typed meanwhile (seen under load in CI).
+  const synced = useRef(query);
+  useEffect(() => {
+    if (synced.current === query) return;
+    synced.current = query;
+    setDraft(query);
+  }, [query]);
   useEffect(() => {
     if (!query) return;
     let alive = true;
