@@ -135,6 +135,34 @@ export const VARIABLES = {
     description: "Redis URL; when set, rate-limit counters are kept in Redis",
     secret: true,
   }),
+  NATS_URL: v({
+    parse: url("nats", "tls"),
+    description:
+      "NATS server URL; when set, telemetry receivers buffer through a JetStream stream and writer workers store it (decision 0311)",
+    secret: true,
+  }),
+  NETMON_JETSTREAM_STREAM: v({
+    parse: (raw: string) => {
+      if (!/^[A-Za-z0-9_-]{1,64}$/.test(raw))
+        throw new Error(`must be letters, digits, _ or -, got '${raw}'`);
+      return raw;
+    },
+    default: "NETMON_TELEMETRY",
+    description:
+      "JetStream stream of the telemetry buffer (subjects `<stream>.<kind>`, dead letters in `<stream>_DLQ`)",
+  }),
+  NETMON_JETSTREAM_MAX_BYTES: v({
+    parse: int(1_048_576, Number.MAX_SAFE_INTEGER),
+    default: 1_073_741_824,
+    description:
+      "Bytes the telemetry stream may hold while the database catches up; when full, receivers answer 503",
+    shownDefault: "1073741824 (1 GiB)",
+  }),
+  NETMON_JETSTREAM_MAX_AGE_DAYS: v({
+    parse: int(1, 365),
+    default: 7,
+    description: "Days a unit may wait in the telemetry stream before JetStream discards it",
+  }),
   NETMON_CORE_URL: v({
     parse: url("http", "https"),
     description: "`netmon gateway`: the core's URL (same as --core)",
@@ -401,6 +429,8 @@ export interface Config {
     snmpTrapPort: number;
     snmpTrapCommunities: string[];
     snmpTrapUsers: TrapUser[];
+    /** The JetStream buffer, or null when NATS_URL is unset (receivers write directly). */
+    jetstream: { url: string; stream: string; maxBytes: number; maxAgeDays: number } | null;
   };
 }
 
@@ -494,6 +524,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       snmpTrapPort: r.NETMON_SNMP_TRAP_PORT,
       snmpTrapCommunities: r.NETMON_SNMP_TRAP_COMMUNITIES,
       snmpTrapUsers: r.NETMON_SNMP_TRAP_USERS,
+      jetstream: r.NATS_URL
+        ? {
+            url: r.NATS_URL,
+            stream: r.NETMON_JETSTREAM_STREAM,
+            maxBytes: r.NETMON_JETSTREAM_MAX_BYTES,
+            maxAgeDays: r.NETMON_JETSTREAM_MAX_AGE_DAYS,
+          }
+        : null,
     },
   };
 }

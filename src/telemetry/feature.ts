@@ -5,10 +5,12 @@ import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
 import { computeCapacityForecasts, type ExhaustionSignal, exhaustionSignals } from "./forecast.ts";
 import { IngestGate } from "./ingest-gate.ts";
+import { type JetStreamBuffer, type JetStreamOptions, startJetStream } from "./jetstream.ts";
 import { type OtlpGrpcServer, startOtlpGrpc } from "./otlp/grpc.ts";
 import { otlpHttpRoutes } from "./otlp/http.ts";
 import { purgeExpiredTelemetry } from "./retention.ts";
 import { rollupHourly } from "./rollup.ts";
+import { directSink, type Intake, unavailableSink } from "./sink.ts";
 import { startTrapReceiver, type TrapReceiver } from "./snmp-trap.ts";
 import { type SyslogReceiver, type SyslogTlsOptions, startSyslogReceiver } from "./syslog/receiver.ts";
 
@@ -19,6 +21,13 @@ export interface Receivers {
   snmpTrap: TrapReceiver | null;
 }
 const RECEIVERS = new WeakMap<AppContext, Receivers>();
+const JETSTREAM = new WeakMap<AppContext, JetStreamBuffer>();
+const JETSTREAM_RETRY_MS = 5_000;
+
+/** The JetStream buffer of this context, when NATS_URL is set and it connected. */
+export function jetstreamOf(ctx: AppContext): JetStreamBuffer | null {
+  return JETSTREAM.get(ctx) ?? null;
+}
 
 /** The receivers started on this context (all null when off). */
 export function receiversOf(ctx: AppContext): Receivers {
@@ -91,12 +100,43 @@ export async function runCapacityForecasts(ctx: AppContext): Promise<ExhaustionS
  */
 export function createTelemetryFeature(): Feature {
   const timers: NodeJS.Timeout[] = [];
-  let gate: IngestGate | null = null;
+  let intake: Intake | null = null;
+  let buffer: JetStreamBuffer | null = null;
+  let connecting: NodeJS.Timeout | null = null;
+  let stopped = false;
   const receivers: Receivers = { syslog: null, otlpGrpc: null, snmpTrap: null };
-  const gateFor = (ctx: AppContext) => {
-    gate ??= new IngestGate(ctx.config.ingest.maxPending);
-    return gate;
+  const gateFor = (ctx: AppContext): Intake => {
+    intake ??= {
+      gate: new IngestGate(ctx.config.ingest.maxPending),
+      // With NATS_URL set nothing bypasses the buffer: until it connects, receivers answer 503.
+      sink: ctx.config.ingest.jetstream
+        ? unavailableSink("the JetStream telemetry buffer is not connected yet")
+        : directSink(ctx),
+    };
+    return intake;
   };
+
+  /** Connect the JetStream buffer, retrying every few seconds while NATS is unreachable. */
+  function connectBuffer(ctx: AppContext, config: JetStreamOptions): void {
+    startJetStream(ctx, config).then(
+      async (b) => {
+        if (stopped) return b.close();
+        buffer = b;
+        gateFor(ctx).sink = b.sink;
+        JETSTREAM.set(ctx, b);
+        ctx.log.info({ stream: config.stream }, "telemetry buffered through JetStream");
+      },
+      (err) => {
+        if (stopped) return;
+        ctx.log.error(
+          { err, stream: config.stream },
+          "JetStream buffer unavailable; telemetry receivers answer 503 until it connects",
+        );
+        connecting = setTimeout(() => connectBuffer(ctx, config), JETSTREAM_RETRY_MS);
+        connecting.unref();
+      },
+    );
+  }
   let running: Promise<void> | null = null;
 
   async function exclusive(ctx: AppContext, key: bigint, what: string, fn: () => Promise<void>) {
@@ -139,8 +179,10 @@ export function createTelemetryFeature(): Feature {
       await otlpHttpRoutes(app, ctx, gateFor(ctx));
     },
     async start(ctx) {
-      const { host, syslogPort, otlpGrpcPort, snmpTrapPort } = ctx.config.ingest;
+      const { host, syslogPort, otlpGrpcPort, snmpTrapPort, jetstream } = ctx.config.ingest;
       RECEIVERS.set(ctx, receivers);
+      stopped = false;
+      if (jetstream) connectBuffer(ctx, jetstream);
       // A receiver that cannot listen (port taken, no permission) is logged as an error and
       // stays off; the API and the other receivers keep running (and /v1/* still ingests).
       const tryStart = async <T>(what: string, port: number, fn: () => Promise<T>): Promise<T | null> => {
@@ -183,6 +225,8 @@ export function createTelemetryFeature(): Feature {
       for (const t of timers) t.unref();
     },
     async stop() {
+      stopped = true;
+      if (connecting) clearTimeout(connecting);
       await receivers.otlpGrpc?.close().catch(() => undefined);
       receivers.otlpGrpc = null;
       await receivers.snmpTrap?.close().catch(() => undefined);
@@ -191,6 +235,9 @@ export function createTelemetryFeature(): Feature {
       receivers.syslog = null;
       for (const t of timers) clearTimeout(t);
       timers.length = 0;
+      // After the receivers: what they accepted was published before they closed.
+      await buffer?.close().catch(() => undefined);
+      buffer = null;
       await running;
     },
   };

@@ -1,13 +1,9 @@
 import snmp from "net-snmp";
-import { SYSTEM_ACTOR } from "../access/actor.ts";
-import { promoteStoredLogs } from "../alerting/event-rules.ts";
-import { ocsfFromSeverityNumber, ocsfSeverityName } from "../alerting/match.ts";
 import type { TrapUser } from "../config/snmp-users.ts";
-import { resolveAddresses } from "../inventory/identity.ts";
 import type { AppContext } from "../kernel/context.ts";
-import type { IngestGate } from "./ingest-gate.ts";
 import { cleanText } from "./otlp/map.ts";
-import { insertEvents, insertLogs, type LogRow } from "./write.ts";
+import type { Intake } from "./sink.ts";
+import type { LogRow } from "./write.ts";
 
 /**
  * The SNMP trap receiver (net-snmp's `Receiver`, UDP): v2c traps/informs from the configured
@@ -94,40 +90,15 @@ export interface TrapReceiver {
 
 export function startTrapReceiver(
   ctx: AppContext,
-  gate: IngestGate,
+  intake: Intake,
   opts: { host: string; port: number; communities: readonly string[]; users: readonly TrapUser[] },
 ): TrapReceiver {
   const stats = { received: 0, stored: 0, dropped: 0, refused: 0 };
   const inflight = new Set<Promise<void>>();
 
   async function store(row: LogRow): Promise<void> {
-    const ip = String(row.source_ip);
-    const [resolved] = await resolveAddresses(ctx.db, SYSTEM_ACTOR, [{ ip, partition: "default" }]);
-    const device = resolved?.ok ? resolved.uid : null;
-    const ids = await ctx.db.transaction(async (tx) => {
-      const [logId] = await insertLogs(tx, [{ ...row, device_id: device }]);
-      const sev = ocsfFromSeverityNumber(Number(row.severity_number));
-      await insertEvents(tx, [
-        {
-          time: row.timestamp,
-          message: row.body,
-          short_message: row.event_name,
-          severity_id: sev,
-          severity: ocsfSeverityName(sev),
-          log_name: "snmp_trap",
-          log_provider: "netmon",
-          source: "snmp_trap",
-          source_type: "snmp_trap",
-          device_uid: device,
-          host: ip,
-          log_id: logId,
-          raw: row.attributes as Record<string, unknown>,
-        },
-      ]);
-      return logId ? [logId] : [];
-    });
+    await intake.sink.accept({ kind: "trap", row });
     stats.stored++;
-    await promoteStoredLogs(ctx, ids);
   }
 
   const receiver = snmp.createReceiver(
@@ -148,7 +119,7 @@ export function startTrapReceiver(
         return;
       }
       stats.received++;
-      if (!gate.tryAcquire(1)) {
+      if (!intake.gate.tryAcquire(1)) {
         stats.dropped++;
         ctx.log.warn({ dropped: stats.dropped }, "SNMP trap dropped: ingest at capacity");
         return;
@@ -162,7 +133,7 @@ export function startTrapReceiver(
           ctx.log.warn({ err, source_ip: ip }, "SNMP trap could not be stored");
         })
         .finally(() => {
-          gate.release(1);
+          intake.gate.release(1);
           inflight.delete(p);
         });
       inflight.add(p);

@@ -5,7 +5,7 @@ import { accessState } from "../../access/feature.ts";
 import { authenticateBearer } from "../../access/tokens.ts";
 import type { AppContext } from "../../kernel/context.ts";
 import { AppError } from "../../kernel/errors.ts";
-import type { IngestGate } from "../ingest-gate.ts";
+import type { Intake } from "../sink.ts";
 import { decodeOtlp } from "./decode.ts";
 import { storeOtlp } from "./ingest.ts";
 import { responseType, type SignalKind } from "./schema.ts";
@@ -137,7 +137,7 @@ async function chargeBudget(ctx: AppContext, actor: Actor): Promise<void> {
 /** Start the gRPC server on host:port (port 0: ephemeral, for tests). */
 export async function startOtlpGrpc(
   ctx: AppContext,
-  gate: IngestGate,
+  intake: Intake,
   host: string,
   port: number,
 ): Promise<OtlpGrpcServer> {
@@ -165,7 +165,7 @@ export async function startOtlpGrpc(
         const actor = await authenticate(ctx, call.metadata, call.getPeer());
         await chargeBudget(ctx, actor);
         const message = decodeOtlp(kind, call.request, "protobuf");
-        const r = await storeOtlp(ctx, gate, kind, message, actor.email ?? actor.id);
+        const r = await storeOtlp(ctx, intake, kind, message, actor.email ?? actor.id);
         const field =
           kind === "logs"
             ? "rejectedLogRecords"

@@ -9,7 +9,7 @@ import {
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
 } from "../../kernel/errors.ts";
-import type { IngestGate } from "../ingest-gate.ts";
+import type { Intake } from "../sink.ts";
 import { decodeOtlp, type OtlpFormat } from "./decode.ts";
 import { storeOtlp } from "./ingest.ts";
 import { responseType, type SignalKind, STATUS_TYPE } from "./schema.ts";
@@ -159,7 +159,7 @@ function responseBody(
 }
 
 /** Register the three OTLP/HTTP routes (in their own scope: own body parser and error mapping). */
-export async function otlpHttpRoutes(app: FastifyInstance, ctx: AppContext, gate: IngestGate): Promise<void> {
+export async function otlpHttpRoutes(app: FastifyInstance, ctx: AppContext, intake: Intake): Promise<void> {
   const limit = ctx.config.ingest.otlpBodyLimit;
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
@@ -214,7 +214,7 @@ export async function otlpHttpRoutes(app: FastifyInstance, ctx: AppContext, gate
           const raw = await decompress(RAW.get(request) ?? Buffer.alloc(0), encoding, limit);
           const message = decodeOtlp(kind, raw, format);
           const actor = request.actor;
-          const result = await storeOtlp(ctx, gate, kind, message, actor?.email ?? actor?.id ?? "unknown");
+          const result = await storeOtlp(ctx, intake, kind, message, actor?.email ?? actor?.id ?? "unknown");
           const body = responseBody(kind, result.rejected, result.errorMessage, format);
           return reply
             .code(200)

@@ -1,19 +1,15 @@
 import type protobuf from "protobufjs";
-import { promoteStoredLogs } from "../../alerting/event-rules.ts";
 import type { AppContext } from "../../kernel/context.ts";
-import { AppError } from "../../kernel/errors.ts";
-import type { Queryable } from "../../storage/db.ts";
-import { type IngestGate, storageUnavailable } from "../ingest-gate.ts";
-import { insertLogs, insertMetricPoints, insertOtelMetrics, insertSpans } from "../write.ts";
-import { type Mapped, mapLogs, mapMetrics, mapSpans, spanMetrics } from "./map.ts";
+import type { Intake } from "../sink.ts";
+import type { IngestUnit } from "../units.ts";
+import { type Mapped, mapLogs, mapMetrics, mapSpans } from "./map.ts";
 import type { SignalKind } from "./schema.ts";
 
 /**
  * Store one decoded OTLP export request — the part both transports (HTTP and gRPC) share.
- * All accepted records of a request are written in ONE transaction: the sender is answered
- * success only after it committed ("acknowledged means stored"), and on any storage failure
- * nothing is kept and the sender is told to retry (503 / UNAVAILABLE). Logs then go through
- * the event rules (log promotion), after the commit, as every ingest path does.
+ * All accepted records of a request form ONE unit for the sink: the sender is answered success
+ * only after it was committed (or durably queued in JetStream) — "acknowledged means stored" —
+ * and on any failure nothing counts and the sender is told to retry (503 / UNAVAILABLE).
  */
 export interface StoreResult {
   accepted: number;
@@ -24,34 +20,27 @@ export interface StoreResult {
 
 export async function storeOtlp(
   ctx: AppContext,
-  gate: IngestGate,
+  intake: Intake,
   kind: SignalKind,
   message: protobuf.Message,
   identity: string,
 ): Promise<StoreResult> {
   const origin = { identity, now: ctx.now() };
   const req = message as unknown as Record<string, unknown>;
-  let write: (tx: Queryable) => Promise<string[]>;
+  let unit: IngestUnit;
   let mapped: Mapped<object>;
   if (kind === "logs") {
     const m = mapLogs(req, origin);
     mapped = m;
-    write = (tx) => insertLogs(tx, m.rows);
+    unit = { kind: "logs", rows: m.rows };
   } else if (kind === "metrics") {
     const m = mapMetrics(req, origin);
     mapped = m;
-    write = async (tx) => {
-      await insertMetricPoints(tx, m.rows);
-      return [];
-    };
+    unit = { kind: "metrics", rows: m.rows };
   } else {
     const m = mapSpans(req, origin);
     mapped = m;
-    write = async (tx) => {
-      await insertSpans(tx, m.rows);
-      await insertOtelMetrics(tx, spanMetrics(m.rows));
-      return [];
-    };
+    unit = { kind: "spans", rows: m.rows };
   }
   const result: StoreResult = {
     accepted: mapped.rows.length,
@@ -59,17 +48,6 @@ export async function storeOtlp(
     errorMessage: mapped.rejected > 0 ? (mapped.reason ?? "records rejected") : "",
   };
   if (mapped.rows.length === 0) return result;
-  await gate.run(mapped.rows.length, async () => {
-    let logIds: string[] = [];
-    try {
-      logIds = await ctx.db.transaction((tx) => write(tx));
-    } catch (err) {
-      if (err instanceof AppError) throw err;
-      ctx.log.warn({ err, kind, records: mapped.rows.length }, "OTLP write failed; sender told to retry");
-      throw storageUnavailable(err);
-    }
-    // Promotion errors are logged per log by promoteLogs; the logs themselves are stored.
-    if (kind === "logs") await promoteStoredLogs(ctx, logIds);
-  });
+  await intake.gate.run(mapped.rows.length, () => intake.sink.accept(unit));
   return result;
 }

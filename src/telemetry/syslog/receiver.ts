@@ -1,12 +1,9 @@
 import dgram from "node:dgram";
 import net from "node:net";
 import tls from "node:tls";
-import { SYSTEM_ACTOR } from "../../access/actor.ts";
-import { promoteStoredLogs } from "../../alerting/event-rules.ts";
-import { resolveAddresses } from "../../inventory/identity.ts";
 import type { AppContext } from "../../kernel/context.ts";
-import type { IngestGate } from "../ingest-gate.ts";
-import { insertLogs, type LogRow } from "../write.ts";
+import type { Intake } from "../sink.ts";
+import type { LogRow } from "../write.ts";
 import { syslogToLog } from "./parse.ts";
 
 /**
@@ -61,7 +58,7 @@ class Writer {
 
   constructor(
     readonly ctx: AppContext,
-    readonly gate: IngestGate,
+    readonly intake: Intake,
   ) {}
 
   push(row: LogRow, socket: net.Socket | null): void {
@@ -106,38 +103,24 @@ class Writer {
   async #drain(): Promise<void> {
     while (this.queue.length > 0) {
       const batch = this.queue.slice(0, BATCH_MAX);
-      if (!this.gate.tryAcquire(batch.length)) return; // at capacity: retried on the next tick
+      const { gate, sink } = this.intake;
+      if (!gate.tryAcquire(batch.length)) return; // at capacity: retried on the next tick
       try {
-        const ids = await this.#store(batch);
+        // Stored (or durably queued) with the senders linked to devices, then promoted.
+        await sink.accept({ kind: "syslog", rows: batch });
         this.queue.splice(0, batch.length);
         this.stats.stored += batch.length;
-        await promoteStoredLogs(this.ctx, ids);
       } catch (err) {
         this.ctx.log.warn({ err, queued: this.queue.length }, "syslog write failed; will retry");
         return;
       } finally {
-        this.gate.release(batch.length);
+        gate.release(batch.length);
       }
       if (this.queue.length < QUEUE_MAX / 2) {
         for (const s of this.#paused) s.resume();
         this.#paused.clear();
       }
     }
-  }
-
-  async #store(batch: LogRow[]): Promise<string[]> {
-    const ips = [...new Set(batch.map((r) => String(r.source_ip)))];
-    const resolved = await resolveAddresses(
-      this.ctx.db,
-      SYSTEM_ACTOR,
-      ips.map((ip) => ({ ip, partition: "default" })),
-    );
-    const device = new Map<string, string>();
-    resolved.forEach((r, i) => {
-      if (r.ok) device.set(ips[i] as string, r.uid);
-    });
-    const rows = batch.map((r) => ({ ...r, device_id: device.get(String(r.source_ip)) ?? null }));
-    return this.ctx.db.transaction((tx) => insertLogs(tx, rows));
   }
 
   async flush(): Promise<void> {
@@ -214,12 +197,12 @@ export interface SyslogTlsOptions {
  */
 export async function startSyslogReceiver(
   ctx: AppContext,
-  gate: IngestGate,
+  intake: Intake,
   host: string,
   port: number,
   tlsOptions?: SyslogTlsOptions,
 ): Promise<SyslogReceiver> {
-  const writer = new Writer(ctx, gate);
+  const writer = new Writer(ctx, intake);
   const udp = dgram.createSocket({
     type: host.includes(":") ? "udp6" : "udp4",
     recvBufferSize: 4 * 1024 * 1024,
