@@ -2,6 +2,7 @@ import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import { raw, sql } from "../storage/sql.ts";
 import type { Actor } from "./actor.ts";
+import { forgetRememberedCredentials } from "./outage-credentials.ts";
 import { USER_ACTOR_COLUMNS, USER_ACTOR_JOIN, type UserActorRow, userActor } from "./principal.ts";
 import { requireRbacAdmin } from "./role-profiles.ts";
 import { findUserById } from "./users.ts";
@@ -89,6 +90,7 @@ export async function revokeApiKey(ctx: AppContext, actor: Actor, id: string): P
         UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${ctx.now()}) WHERE id = ${id} RETURNING ${COLUMNS}`)
     : undefined;
   if (!row) throw new NotFoundError("api key not found");
+  forgetRememberedCredentials(ctx);
   return row;
 }
 

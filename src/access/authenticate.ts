@@ -2,6 +2,7 @@ import type { FastifyRequest } from "fastify";
 import type { AppContext } from "../kernel/context.ts";
 import type { Actor } from "./actor.ts";
 import { authenticateApiKey } from "./api-keys.ts";
+import { withOutageGrace } from "./outage-credentials.ts";
 import { authenticateSession, SESSION_COOKIE } from "./sessions.ts";
 import { authenticateBearer } from "./tokens.ts";
 
@@ -24,14 +25,17 @@ export async function resolveCredentials(ctx: AppContext, request: FastifyReques
   if (typeof authz === "string" && authz !== "") {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
     if (!m) return { actor: null, presented: true, reason: "unsupported authorization scheme" };
-    const res = await authenticateBearer(ctx, m[1] as string);
-    return res.actor
-      ? { actor: res.actor, presented: true }
-      : { actor: null, presented: true, reason: res.reason };
+    let reason: string | undefined;
+    const actor = await withOutageGrace(ctx, m[1] as string, async () => {
+      const res = await authenticateBearer(ctx, m[1] as string);
+      if (!res.actor) reason = res.reason;
+      return res.actor;
+    });
+    return actor ? { actor, presented: true } : { actor: null, presented: true, reason };
   }
   const apiKey = request.headers["x-api-key"];
   if (typeof apiKey === "string" && apiKey !== "") {
-    const actor = await authenticateApiKey(ctx, apiKey);
+    const actor = await withOutageGrace(ctx, apiKey, () => authenticateApiKey(ctx, apiKey));
     return actor ? { actor, presented: true } : { actor: null, presented: true, reason: "invalid api key" };
   }
   const cookie = request.cookies?.[SESSION_COOKIE];

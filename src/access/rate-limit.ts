@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import type { AppContext } from "../kernel/context.ts";
 import type { Db } from "../storage/db.ts";
+import { isConnectionLoss } from "../storage/db-error.ts";
 import { sql } from "../storage/sql.ts";
 
 /** The request budget a route draws from (declared per route, enforced by the access hook). */
@@ -84,12 +85,23 @@ export class PostgresRateStore implements RateStore {
   readonly kind = "postgres";
   constructor(private readonly db: Db) {}
 
+  /** While PostgreSQL is unreachable, budgets are counted per process (as with Redis away). */
+  private readonly fallback = new MemoryRateStore();
+
   async hit(key: string, limit: number, windowSec: number, nowSec: number, record: boolean) {
     // One round trip: lock, expire, count and record happen inside netmon_rate_limit_hit
     // (migration 0101) under a per-key advisory lock, so replicas share one exact budget.
-    const row = await this.db.one<{ out_allowed: boolean; out_count: number; out_oldest: number | null }>(
-      sql`SELECT * FROM netmon_rate_limit_hit(${key}, ${nowSec}, ${windowSec}, ${limit}, ${record})`,
-    );
+    let row: { out_allowed: boolean; out_count: number; out_oldest: number | null } | undefined;
+    try {
+      row = await this.db.one(
+        sql`SELECT * FROM netmon_rate_limit_hit(${key}, ${nowSec}, ${windowSec}, ${limit}, ${record})`,
+      );
+    } catch (err) {
+      // A database restart must not turn every request into a 503 on its budget check: the
+      // requests that need no database (telemetry into JetStream) keep working (decision 0311).
+      if (isConnectionLoss(err)) return this.fallback.hit(key, limit, windowSec, nowSec, record);
+      throw err;
+    }
     if (!row) throw new Error("netmon_rate_limit_hit returned no row");
     return { allowed: row.out_allowed, count: row.out_count, oldest: row.out_oldest };
   }

@@ -4,6 +4,7 @@ import type { AppContext } from "../kernel/context.ts";
 import { ForbiddenError, InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import { raw, sql } from "../storage/sql.ts";
 import type { Actor } from "./actor.ts";
+import { forgetRememberedCredentials } from "./outage-credentials.ts";
 import { isPermissionKey } from "./permissions.ts";
 import {
   restrictActor,
@@ -224,6 +225,7 @@ export async function revokeApiToken(ctx: AppContext, actor: Actor, id: string):
         WHERE id = ${id} AND user_id = ${actor.id} RETURNING *`)
     : undefined;
   if (!row) throw new NotFoundError("api credential not found");
+  forgetRememberedCredentials(ctx);
   return row;
 }
 
@@ -239,6 +241,7 @@ export async function revokeAllForUser(ctx: AppContext, userId: string): Promise
       sql`UPDATE sessions SET revoked_at = ${now} WHERE user_id = ${userId} AND revoked_at IS NULL`,
     );
   });
+  forgetRememberedCredentials(ctx);
 }
 
 // ---- control plane ----
@@ -290,6 +293,7 @@ export async function revokeControlPlaneToken(ctx: AppContext, id: string): Prom
     sql`UPDATE control_credentials SET revoked_at = COALESCE(revoked_at, ${ctx.now()}) WHERE id = ${id}`,
   );
   if (res.rowCount === 0) throw new NotFoundError("control-plane credential not found");
+  forgetRememberedCredentials(ctx);
 }
 
 // ---- verification ----

@@ -4,6 +4,7 @@ import type { Queryable } from "../storage/db.ts";
 import { asDomainError } from "../storage/db-error.ts";
 import { sql } from "../storage/sql.ts";
 import { type Actor, ROLES, type Role } from "./actor.ts";
+import { forgetRememberedCredentials } from "./outage-credentials.ts";
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "./passwords.ts";
 import { requireRbacAdmin } from "./role-profiles.ts";
 import { isUuid } from "./util.ts";
@@ -260,6 +261,7 @@ export async function deactivateUser(ctx: AppContext, actor: Actor, id: string):
   return ctx.db.transaction(async (tx) => {
     await assertAnotherAdminRemains(tx, id);
     await tx.query(sql`UPDATE sessions SET revoked_at = ${now} WHERE user_id = ${id} AND revoked_at IS NULL`);
+    forgetRememberedCredentials(ctx);
     const row = await tx.one<UserRow>(
       sql`UPDATE users SET status = 'disabled', updated_at = ${now} WHERE id = ${id} RETURNING *`,
     );

@@ -3,6 +3,8 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { SCHEDULER_LOCK_KEY } from "../../src/monitoring/scheduler.ts";
@@ -41,6 +43,7 @@ function postgresUser(): { uid: number; gid: number } | null {
   }
 }
 
+const NATS_URL = process.env.NETMON_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
 const BIN = pgBin();
 const PG_USER = postgresUser();
 const RUNNABLE = testBackend() === "postgres" && BIN !== null && PG_USER !== null && process.getuid?.() === 0;
@@ -89,15 +92,9 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-interface Outcome {
-  ip: string;
-  status: number;
-  body: unknown;
-  at: number;
-}
-
-describe.skipIf(!RUNNABLE)("PostgreSQL restarted under load", () => {
-  it("answers with success or 503 (never wrong), loses no acknowledged write, reports it in /health and recovers by itself", async () => {
+/** Start the private cluster once (each test may run alone) and return its database URL. */
+async function privateCluster(): Promise<string> {
+  if (!started) {
     fs.chmodSync(dir, 0o755);
     fs.chownSync(dir, PG_USER?.uid ?? 0, PG_USER?.gid ?? 0);
     port = await freePort();
@@ -108,7 +105,20 @@ describe.skipIf(!RUNNABLE)("PostgreSQL restarted under load", () => {
     await admin.connect();
     await admin.query("CREATE DATABASE netmon");
     await admin.end();
-    const url = `postgres://root@127.0.0.1:${port}/netmon`;
+  }
+  return `postgres://root@127.0.0.1:${port}/netmon`;
+}
+
+interface Outcome {
+  ip: string;
+  status: number;
+  body: unknown;
+  at: number;
+}
+
+describe.skipIf(!RUNNABLE)("PostgreSQL restarted under load", () => {
+  it("answers with success or 503 (never wrong), loses no acknowledged write, reports it in /health and recovers by itself", async () => {
+    const url = await privateCluster();
 
     let server: TestServer | undefined;
     try {
@@ -232,4 +242,77 @@ describe.skipIf(!RUNNABLE)("PostgreSQL restarted under load", () => {
       await server?.stop();
     }
   }, 240_000);
+
+  it("with the JetStream buffer, telemetry sent while PostgreSQL is down is accepted and stored once it is back", async () => {
+    const url = await privateCluster();
+    const stream = `NETMON_PGR_${process.pid}_${Date.now()}`;
+    const nc = await connect({ servers: NATS_URL });
+    const jsm = await jetstreamManager(nc);
+    const server = await startTestServer({
+      env: { DATABASE_URL: url, NATS_URL, NETMON_JETSTREAM_STREAM: stream },
+    });
+    try {
+      const token = await tokenFor(server, "operator");
+      const send = (bodies: string[]) =>
+        server.fetch("/v1/logs", {
+          method: "POST",
+          headers: { ...authHeaders(token), "content-type": "application/json" },
+          body: JSON.stringify({
+            resourceLogs: [
+              {
+                resource: { attributes: [{ key: "service.name", value: { stringValue: "pg-down" } }] },
+                scopeLogs: [
+                  {
+                    logRecords: bodies.map((b) => ({
+                      timeUnixNano: String(BigInt(Date.now()) * 1_000_000n),
+                      severityText: "INFO",
+                      body: { stringValue: b },
+                    })),
+                  },
+                ],
+              },
+            ],
+          }),
+        });
+      // The buffer is connected and the token has been seen once.
+      const deadline = Date.now() + 30_000;
+      while ((await send(["warm-up"])).status !== 200 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      asPostgres("pg_ctl", ["-D", data, "-m", "fast", "-w", "stop"]);
+      const sent: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        const bodies = Array.from({ length: 10 }, (_, j) => `pg-down-${i}-${j}`);
+        const res = await send(bodies);
+        expect(res.status, await res.text()).toBe(200);
+        sent.push(...bodies);
+      }
+      await asPostgresAsync("pg_ctl", [
+        "-D",
+        data,
+        "-l",
+        path.join(dir, "log"),
+        "-o",
+        pgOptions(),
+        "-w",
+        "start",
+      ]);
+      const end = Date.now() + 90_000;
+      let stored = 0;
+      while (Date.now() < end) {
+        const r = await server.db
+          .one<{ n: number }>("SELECT count(DISTINCT body)::int AS n FROM logs WHERE body = ANY($1)", [sent])
+          .catch(() => undefined);
+        stored = r?.n ?? 0;
+        if (stored === sent.length) break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(stored).toBe(sent.length);
+    } finally {
+      await server.stop();
+      await jsm.streams.delete(stream).catch(() => undefined);
+      await jsm.streams.delete(`${stream}_DLQ`).catch(() => undefined);
+      await nc.close();
+    }
+  }, 180_000);
 });

@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { type Actor, hasPermission } from "../../access/actor.ts";
 import { authenticateApiKey } from "../../access/api-keys.ts";
 import { accessState } from "../../access/feature.ts";
+import { withOutageGrace } from "../../access/outage-credentials.ts";
 import { authenticateBearer } from "../../access/tokens.ts";
 import type { AppContext } from "../../kernel/context.ts";
 import { AppError } from "../../kernel/errors.ts";
@@ -105,9 +106,12 @@ async function authenticateCredentials(ctx: AppContext, md: grpc.Metadata): Prom
   let actor: Actor | null = null;
   if (authz) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
-    actor = m ? (await authenticateBearer(ctx, m[1] as string)).actor : null;
+    const token = m?.[1];
+    actor = token
+      ? await withOutageGrace(ctx, token, async () => (await authenticateBearer(ctx, token)).actor)
+      : null;
   } else if (key) {
-    actor = await authenticateApiKey(ctx, key);
+    actor = await withOutageGrace(ctx, key, () => authenticateApiKey(ctx, key));
   }
   if (!actor) {
     throw new AppError(401, "authentication_required", "Authentication required", "Unauthorized");
