@@ -198,6 +198,13 @@ export const VARIABLES = {
     description: "Gateways/agents silent this long are marked offline/disconnected (e.g. 60s)",
     shownDefault: "60s",
   }),
+  NETMON_NOTIFY_CLAIM_TIMEOUT: v({
+    parse: duration,
+    default: 300,
+    description:
+      "A notification claimed by a replica that died mid-send is retried by another replica after this long (at-least-once delivery)",
+    shownDefault: "5m",
+  }),
   NETMON_HOST_METRICS_INTERVAL: v({
     parse: duration,
     default: 15,
@@ -397,6 +404,8 @@ export interface Config {
   embeddedAgent: boolean;
   monitoring: {
     heartbeatTimeoutSeconds: number;
+    /** A `dispatching` delivery older than this belongs to a dead replica and is sent again. */
+    notifyClaimTimeoutSeconds: number;
     hostMetricsIntervalSeconds: number;
     unassignedChecks: "embedded" | "any";
     allowLinkLocal: boolean;
@@ -487,6 +496,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedAgent: r.NETMON_EMBEDDED_AGENT,
     monitoring: {
       heartbeatTimeoutSeconds: r.NETMON_HEARTBEAT_TIMEOUT,
+      notifyClaimTimeoutSeconds: r.NETMON_NOTIFY_CLAIM_TIMEOUT,
       hostMetricsIntervalSeconds: r.NETMON_HOST_METRICS_INTERVAL,
       unassignedChecks: r.NETMON_UNASSIGNED_CHECKS as "embedded" | "any",
       allowLinkLocal: r.NETMON_CHECK_ALLOW_LINK_LOCAL,

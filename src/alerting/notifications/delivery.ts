@@ -301,7 +301,9 @@ export function backoffMs(attempt: number, opts: DeliveryOptions): number {
 /** Send every due delivery once. Returns how many rows were attempted. */
 export async function dispatchDueDeliveries(ctx: AppContext, opts: DeliveryOptions = {}): Promise<number> {
   const now = ctx.now();
-  const stale = new Date(now.getTime() - 5 * 60_000);
+  // A row still `dispatching` after the claim timeout was claimed by a replica that died mid-send
+  // (a send is bounded by timeoutMs, far below it): send it again — at least once, never lost.
+  const stale = new Date(now.getTime() - ctx.config.monitoring.notifyClaimTimeoutSeconds * 1000);
   const claimed = await ctx.db.many<DeliveryRow>(sql`
     UPDATE notification_deliveries SET status = 'dispatching', attempts = attempts + 1, updated_at = ${now}
     WHERE id IN (
