@@ -182,7 +182,10 @@ export function createTelemetryFeature(): Feature {
       const { host, syslogPort, otlpGrpcPort, snmpTrapPort, jetstream } = ctx.config.ingest;
       RECEIVERS.set(ctx, receivers);
       stopped = false;
-      if (jetstream) connectBuffer(ctx, jetstream);
+      if (jetstream) {
+        registerBufferMetrics(ctx, () => buffer);
+        connectBuffer(ctx, jetstream);
+      }
       // A receiver that cannot listen (port taken, no permission) is logged as an error and
       // stays off; the API and the other receivers keep running (and /v1/* still ingests).
       const tryStart = async <T>(what: string, port: number, fn: () => Promise<T>): Promise<T | null> => {
@@ -241,6 +244,52 @@ export function createTelemetryFeature(): Feature {
       await running;
     },
   };
+}
+
+/**
+ * Self-metrics of the JetStream buffer (decision 0311), so a stalled writer or dead letters
+ * show on a dashboard: whether it is connected, what the writer did since start, and the
+ * backlog (units published and not yet acked; read from the consumer, refreshed per scrape).
+ */
+function registerBufferMetrics(ctx: AppContext, current: () => JetStreamBuffer | null): void {
+  const m = ctx.metrics;
+  if (!m) return;
+  let backlog = 0;
+  m.gauge(
+    "netmon_jetstream_connected",
+    "The JetStream telemetry buffer is connected (1) or not (0)",
+    [],
+    function () {
+      this.set(current() ? 1 : 0);
+    },
+  );
+  m.gauge(
+    "netmon_jetstream_writer_units",
+    "Units the JetStream writer of this process handled since start, by outcome (stored, duplicate, retried, dead_lettered)",
+    ["outcome"],
+    function () {
+      const s = current()?.stats;
+      if (!s) return;
+      this.set({ outcome: "stored" }, s.stored);
+      this.set({ outcome: "duplicate" }, s.duplicates);
+      this.set({ outcome: "retried" }, s.retried);
+      this.set({ outcome: "dead_lettered" }, s.deadLettered);
+    },
+  );
+  m.gauge(
+    "netmon_jetstream_backlog",
+    "Telemetry units waiting in the stream or being written (as of the previous scrape)",
+    [],
+    function () {
+      this.set(backlog);
+      current()
+        ?.pending()
+        .then((n) => {
+          backlog = n;
+        })
+        .catch(() => undefined);
+    },
+  );
 }
 
 /**

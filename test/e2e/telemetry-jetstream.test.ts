@@ -140,6 +140,12 @@ describe("JetStream telemetry buffer", () => {
     );
     expect((await jsm.streams.info(`${STREAM}_DLQ`)).state.messages).toBe(2);
     expect(await count("SELECT count(*)::int AS n FROM logs WHERE body = 'poison'", [])).toBe(0);
+    // The self-metrics say so too.
+    const admin = await tokenFor(server, "admin");
+    const metrics = await (await server.fetch("/metrics", { headers: authHeaders(admin) })).text();
+    expect(metrics).toMatch(/^netmon_jetstream_connected 1$/m);
+    expect(metrics).toMatch(/^netmon_jetstream_writer_units\{outcome="dead_lettered"\} 2$/m);
+    expect(metrics).toMatch(/^netmon_jetstream_writer_units\{outcome="stored"\} [1-9]/m);
   }, 90_000);
 });
 
