@@ -21,6 +21,8 @@ import { syslogToLog } from "./parse.ts";
 export const FLUSH_MS = 200;
 export const BATCH_MAX = 1000;
 export const QUEUE_MAX = 20_000;
+/** Batches written at once on PostgreSQL. */
+export const WRITERS_POSTGRES = 4;
 export const MAX_FRAME = 64 * 1024;
 export const MAX_CONNECTIONS = 512;
 export const IDLE_TIMEOUT_MS = 10 * 60_000;
@@ -101,25 +103,40 @@ class Writer {
   }
 
   async #drain(): Promise<void> {
+    // PostgreSQL takes several batches at once (one connection each); PGlite has one connection,
+    // so more in flight would only queue there.
+    const parallel = this.ctx.db.kind === "postgres" ? WRITERS_POSTGRES : 1;
+    const { gate, sink } = this.intake;
     while (this.queue.length > 0) {
-      const batch = this.queue.slice(0, BATCH_MAX);
-      const { gate, sink } = this.intake;
-      if (!gate.tryAcquire(batch.length)) return; // at capacity: retried on the next tick
-      try {
-        // Stored (or durably queued) with the senders linked to devices, then promoted.
-        await sink.accept({ kind: "syslog", rows: batch });
+      const batches: LogRow[][] = [];
+      while (batches.length < parallel && this.queue.length > 0) {
+        const batch = this.queue.slice(0, BATCH_MAX);
+        if (!gate.tryAcquire(batch.length)) break; // at capacity: retried on the next tick
         this.queue.splice(0, batch.length);
-        this.stats.stored += batch.length;
-      } catch (err) {
-        this.ctx.log.warn({ err, queued: this.queue.length }, "syslog write failed; will retry");
-        return;
-      } finally {
-        gate.release(batch.length);
+        batches.push(batch);
       }
+      if (batches.length === 0) return;
+      // Stored (or durably queued) with the senders linked to devices, then promoted.
+      const results = await Promise.allSettled(
+        batches.map((rows) => sink.accept({ kind: "syslog", rows }).finally(() => gate.release(rows.length))),
+      );
+      let failed = false;
+      results.forEach((r, i) => {
+        const rows = batches[i] as LogRow[];
+        if (r.status === "fulfilled") {
+          this.stats.stored += rows.length;
+        } else {
+          // Back to the front of the queue: nothing acknowledged is dropped; retried next tick.
+          failed = true;
+          this.queue.unshift(...rows);
+          this.ctx.log.warn({ err: r.reason, queued: this.queue.length }, "syslog write failed; will retry");
+        }
+      });
       if (this.queue.length < QUEUE_MAX / 2) {
         for (const s of this.#paused) s.resume();
         this.#paused.clear();
       }
+      if (failed) return;
     }
   }
 
