@@ -39,13 +39,15 @@ export interface CompositeStats {
 }
 
 function group(name: string, err: (m: string) => SrqlError): Target {
-  const f = COLUMNS[name.toLowerCase()];
-  if (!Object.hasOwn(COLUMNS, name.toLowerCase()) || !f) {
+  const key = name.toLowerCase();
+  const f = Object.hasOwn(COLUMNS, key) ? COLUMNS[key] : undefined;
+  if (!f) {
     throw err(
       `unsupported stats group field '${name}'. Supported fields: ${COMPOSITE_STATS_FIELDS.join(", ")}`,
     );
   }
-  return { name, column: f.column, kind: f.kind, nullable: false };
+  // Rows are keyed by the field as the user named it (`check` or `check_slug`), in lower case.
+  return { name: key, column: f.column, kind: f.kind, nullable: false };
 }
 
 /** Parse the `stats:` text(s) and the `by:` token of a composite_results query. */
