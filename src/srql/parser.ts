@@ -464,5 +464,5 @@ export function parse(input: string): QueryAst {
 
 /** Entities whose stats text the planner parses itself (composite_results, reference §1.6). */
 export function ownStatsGrammar(entity: string | undefined): boolean {
-  return entity !== undefined && findEntity(entity)?.name === "composite_results";
+  return entity !== undefined && (findEntity(entity)?.statsFields ?? null) !== null;
 }
