@@ -3,6 +3,7 @@ import { notificationsCommand } from "../alerting/cli.ts";
 import { devicesCommand } from "../inventory/cli.ts";
 import { mcpCommand } from "../mcp/cli.ts";
 import { agentCommand, gatewayCommand } from "../monitoring/cli.ts";
+import { checksCommand } from "../monitoring/composite-cli.ts";
 import { backupCommand, dbCommand, restoreCommand } from "../ops/cli.ts";
 import { queryCommand } from "../srql/cli.ts";
 import type { Command } from "./command.ts";
@@ -19,6 +20,7 @@ export const COMMANDS: Command[] = [
   devicesCommand,
   gatewayCommand,
   agentCommand,
+  checksCommand,
   notificationsCommand,
   mcpCommand,
   backupCommand,

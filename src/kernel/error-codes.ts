@@ -66,6 +66,7 @@ export const ERROR_CODES = {
   last_admin: c(409, "The change would leave no active administrator."),
   cannot_deactivate_self: c(400, "An administrator cannot deactivate their own account."),
   name_taken: c(409, "Another record of this kind has this name."),
+  slug_taken: c(409, "Another composite check has this slug."),
   profile_in_use: c(409, "The role profile is assigned to users; reassign them first."),
   system_profile: c(403, "Built-in role profiles cannot be changed or deleted."),
   account_disabled: c(403, "The account is disabled; an administrator can enable it again."),

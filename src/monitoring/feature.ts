@@ -8,6 +8,7 @@ import os from "node:os";
 import type { AppContext } from "../kernel/context.ts";
 import type { Feature } from "../kernel/feature.ts";
 import { loadOrCreateInstanceId } from "../kernel/instance-id.ts";
+import { evaluateDueComposites, pruneCompositeResults } from "./composite.ts";
 import { registerControlRoutes } from "./control-routes.ts";
 import { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, markSilent } from "./fleet.ts";
 import { clearPlaceableAlerts, endJobsOfGoneAgents } from "./gone-agents.ts";
@@ -93,6 +94,7 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
           if (now - lastReap > 2000) {
             lastReap = now;
             await reapStaleJobs(ctx);
+            await evaluateDueComposites(ctx);
           }
           if (now - lastSweep > 10_000) {
             lastSweep = now;
@@ -108,6 +110,7 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
           if (now - lastPrune > 3_600_000) {
             lastPrune = now;
             await pruneJobs(ctx, settings.jobRetentionDays);
+            await pruneCompositeResults(ctx, settings.jobRetentionDays);
           }
         } catch (err) {
           if (!stopped) ctx.log.error({ err }, "monitoring scheduler tick failed");

@@ -1,4 +1,4 @@
-import type { Span } from "./errors.ts";
+import type { Span, SrqlError } from "./errors.ts";
 
 /** The typed syntax tree of one SRQL query. Every node keeps its source span. */
 
@@ -52,6 +52,13 @@ export interface StatsNode {
   by: string[];
   token: string;
   span: Span;
+  /** The text of each `stats:` token as written (entities with their own stats grammar). */
+  texts: string[];
+  /**
+   * The generic grammar's error, held until the entity is known: composite_results answers its
+   * own messages for the same text (reference §1.6); every other entity raises this one.
+   */
+  deferred: SrqlError | null;
 }
 
 export interface DownsampleNode {

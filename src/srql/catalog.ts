@@ -80,6 +80,12 @@ export interface EntityDecl {
   /** Devices: soft-deleted rows hidden unless `include_deleted:true`. */
   softDeleteColumn: string | null;
   enums: Record<string, string[]>;
+  /** How messages name the entity ("composite results"); default its name. */
+  noun: string;
+  /** Stats group fields when the entity has its own stats grammar (advertised in the catalog). */
+  statsFields: string[] | null;
+  /** Devices: `composite.<slug>` / `composite.<slug>.status` read the device's latest composite result. */
+  compositeFilters: boolean;
 }
 
 interface EntitySpec {
@@ -121,6 +127,9 @@ interface EntitySpec {
   downsample?: DownsampleDecl;
   softDeleteColumn?: string;
   enums?: Record<string, string[]>;
+  noun?: string;
+  statsFields?: string[];
+  compositeFilters?: boolean;
 }
 
 function define(spec: EntitySpec): EntityDecl {
@@ -193,6 +202,9 @@ function define(spec: EntitySpec): EntityDecl {
     downsample: spec.downsample ?? null,
     softDeleteColumn: spec.softDeleteColumn ?? null,
     enums: spec.enums ?? {},
+    noun: spec.noun ?? spec.name,
+    statsFields: spec.statsFields ?? null,
+    compositeFilters: spec.compositeFilters ?? false,
   };
   for (const f of [spec.timeField, spec.defaultSort[0], spec.tieBreaker, spec.defaultFilterField]) {
     if (f !== null && !fields.has(f)) throw new Error(`srql catalog: ${spec.name} names unknown field ${f}`);
@@ -206,6 +218,21 @@ function define(spec: EntitySpec): EntityDecl {
   }
   return entity;
 }
+
+export const COMPOSITE_VERDICTS = ["healthy", "degraded", "down", "unknown"] as const;
+const COMPOSITE_FIELDS = ["composite.<slug>", "composite.<slug>.status"];
+
+/** composite_results stats group fields, in the reference's order (its error lists them so). */
+export const COMPOSITE_STATS_FIELDS = [
+  "check",
+  "check_slug",
+  "check_name",
+  "verdict",
+  "status",
+  "input_key",
+  "input_value",
+  "input_stale",
+];
 
 const HOST_COMMON = {
   uuid: ["id"],
@@ -337,6 +364,7 @@ export const ENTITIES: EntityDecl[] = [
     defaultSort: ["last_seen_time", "desc"],
     tieBreaker: "uid",
     defaultFilterField: "hostname",
+    compositeFilters: true,
     partition: { column: "partition" },
     caseInsensitive: ["hostname", "name", "type", "vendor_name", "model", "domain", "zone", "region"],
     text: [
@@ -1206,6 +1234,48 @@ export const ENTITIES: EntityDecl[] = [
     fieldAliases: { timestamp: "forecasted_at" },
     enums: { status: ["projected", "skipped"] },
   }),
+  define({
+    // One row per evaluation of a composite check (src/monitoring/composite.ts).
+    name: "composite_results",
+    label: "Composite results",
+    aliases: ["composite_result"],
+    table: "composite_results",
+    permission: "services.view",
+    timeField: "evaluated_at",
+    defaultSort: ["evaluated_at", "desc"],
+    tieBreaker: "id",
+    defaultFilterField: "check_slug",
+    partition: { deviceColumn: "device_uid" },
+    uuid: ["id", "composite_id"],
+    text: ["check_slug", "check_name", "verdict", "status", "message", "device_uid"],
+    int: ["stale_inputs"],
+    time: ["evaluated_at"],
+    json: ["inputs"],
+    notNull: [
+      "id",
+      "composite_id",
+      "check_slug",
+      "check_name",
+      "verdict",
+      "status",
+      "stale_inputs",
+      "inputs",
+      "evaluated_at",
+    ],
+    groupable: ["check_slug", "check_name", "verdict", "status"],
+    fieldAliases: {
+      check: "check_slug",
+      slug: "check_slug",
+      timestamp: "evaluated_at",
+      device_id: "device_uid",
+    },
+    enums: {
+      verdict: [...COMPOSITE_VERDICTS],
+      status: [...COMPOSITE_VERDICTS],
+    },
+    noun: "composite results",
+    statsFields: COMPOSITE_STATS_FIELDS,
+  }),
 ];
 
 const BY_NAME = new Map<string, EntityDecl>();
@@ -1260,11 +1330,16 @@ function entityDocument(e: EntityDecl): Record<string, unknown> {
     address: sorted(address),
     array: sorted(array),
     json: sorted(json),
-    json_paths: sorted([...e.jsonPrefixes.keys()].map((p) => `${p}.<key>`)),
-    stats: sorted([
-      ...[...e.fields.values()].filter((f) => f.groupable).map((f) => f.name),
-      ...[...e.groupableJsonPrefixes].map((p) => `${p}.<key>`),
+    json_paths: sorted([
+      ...[...e.jsonPrefixes.keys()].map((p) => `${p}.<key>`),
+      ...(e.compositeFilters ? COMPOSITE_FIELDS : []),
     ]),
+    stats: sorted(
+      e.statsFields ?? [
+        ...[...e.fields.values()].filter((f) => f.groupable).map((f) => f.name),
+        ...[...e.groupableJsonPrefixes].map((p) => `${p}.<key>`),
+      ],
+    ),
     default_sort: { field: e.defaultSort.field, direction: e.defaultSort.direction },
     default_time: e.defaultTime,
     default_filter_field: e.defaultFilterField,
@@ -1279,7 +1354,9 @@ function entityDocument(e: EntityDecl): Record<string, unknown> {
           default_bucket: e.downsample.defaultBucket,
         }
       : null,
-    enums: e.enums,
+    enums: e.compositeFilters
+      ? { ...e.enums, ...Object.fromEntries(COMPOSITE_FIELDS.map((f) => [f, [...COMPOSITE_VERDICTS]])) }
+      : e.enums,
     permission: e.permission,
   };
 }

@@ -76,6 +76,12 @@ function conditionSql(c: Condition): SqlFragment {
       const f = sql`netmon_try_inet(${t}) BETWEEN ${c.from}::inet AND ${c.to}::inet`;
       return c.negated ? notTrue(f) : f;
     }
+    case "composite": {
+      // The latest result only: a device that was down and is healthy again no longer matches.
+      const latest = sql`(SELECT r.${ident(c.attr)} FROM composite_results r WHERE r.check_slug = ${c.slug} AND r.device_uid = ${ident(c.table, c.target.column)} ORDER BY r.evaluated_at DESC, r.id DESC LIMIT 1)`;
+      const f = sql`${latest} = ANY(${c.values}::text[])`;
+      return c.negated ? notTrue(f) : f;
+    }
   }
 }
 

@@ -10,6 +10,7 @@ import type {
   StatsNode,
   TimeNode,
 } from "./ast.ts";
+import { findEntity } from "./catalog.ts";
 import { type Span, SrqlError } from "./errors.ts";
 import { indexOutside, type RawToken, splitList, tokenize, unquote } from "./lexer.ts";
 
@@ -405,17 +406,37 @@ export function parse(input: string): QueryAst {
           i += 2;
         }
         const span = { start: tok.span.start, end };
-        const parsed = parseStatsText(text, { text: tokenText, span });
+        let parsed: { exprs: StatsExpr[]; by: string[] } = { exprs: [], by: [] };
+        let deferred: SrqlError | null = null;
+        try {
+          parsed = parseStatsText(text, { text: tokenText, span });
+        } catch (err) {
+          if (!(err instanceof SrqlError)) throw err;
+          deferred = err;
+        }
         if (ast.stats) {
+          ast.stats.texts.push(text);
+          ast.stats.deferred ??= deferred;
           const a = ast.stats.by.join(",");
           const b = parsed.by.join(",");
           if (parsed.by.length > 0 && ast.stats.by.length > 0 && a !== b) {
-            throw new SrqlError("conflicting 'by' clauses across stats expressions", tokenText, span);
+            ast.stats.deferred ??= new SrqlError(
+              "conflicting 'by' clauses across stats expressions",
+              tokenText,
+              span,
+            );
           }
           ast.stats.exprs.push(...parsed.exprs);
           if (ast.stats.by.length === 0) ast.stats.by = parsed.by;
         } else {
-          ast.stats = { exprs: parsed.exprs, by: parsed.by, token: tokenText, span } satisfies StatsNode;
+          ast.stats = {
+            exprs: parsed.exprs,
+            by: parsed.by,
+            token: tokenText,
+            span,
+            texts: [text],
+            deferred,
+          } satisfies StatsNode;
         }
         break;
       }
@@ -437,5 +458,11 @@ export function parse(input: string): QueryAst {
     }
   }
   ast.downsample = ds;
+  if (ast.stats?.deferred && !ownStatsGrammar(ast.entity?.name)) throw ast.stats.deferred;
   return ast;
+}
+
+/** Entities whose stats text the planner parses itself (composite_results, reference §1.6). */
+export function ownStatsGrammar(entity: string | undefined): boolean {
+  return entity !== undefined && (findEntity(entity)?.statsFields ?? null) !== null;
 }

@@ -1,7 +1,14 @@
 import { isIP } from "node:net";
 import { isUuid } from "../kernel/ids.ts";
 import type { FilterNode, QueryAst, ScalarValue } from "./ast.ts";
-import { type EntityDecl, type FieldDecl, type FieldKind, findEntity } from "./catalog.ts";
+import {
+  COMPOSITE_VERDICTS,
+  type EntityDecl,
+  type FieldDecl,
+  type FieldKind,
+  findEntity,
+} from "./catalog.ts";
+import { planCompositeStats } from "./composite-stats.ts";
 import { SrqlError } from "./errors.ts";
 import { relativeSeconds } from "./parser.ts";
 import { MAX_LONG_RANGE_DAYS, MAX_RANGE_DAYS, parseTimestamp, resolveTime, type TimeRange } from "./time.ts";
@@ -33,7 +40,18 @@ export type Condition =
   | { kind: "like"; target: Target; pattern: string; negated: boolean; castText: boolean }
   | { kind: "array"; target: Target; values: string[]; mode: "all" | "any"; negated: boolean; json: boolean }
   | { kind: "cidr"; target: Target; cidr: string; negated: boolean }
-  | { kind: "iprange"; target: Target; from: string; to: string; negated: boolean };
+  | { kind: "iprange"; target: Target; from: string; to: string; negated: boolean }
+  | {
+      /** A device's latest result of the composite `slug` (its verdict or status) is one of `values`. */
+      kind: "composite";
+      /** The entity's device uid column, read from its `table` (the subquery's outer row). */
+      target: Target;
+      table: string;
+      slug: string;
+      attr: "verdict" | "status";
+      values: string[];
+      negated: boolean;
+    };
 
 export interface SortKey {
   target: Target;
@@ -102,7 +120,7 @@ export function resolveField(
 }
 
 function unknownField(entity: EntityDecl, name: string, token: string, span: FilterNode["span"]): SrqlError {
-  return new SrqlError(`unsupported filter field '${name}' for ${entity.name}`, token, span);
+  return new SrqlError(`unsupported filter field '${name}' for ${entity.noun}`, token, span);
 }
 
 function normalizeMac(v: string): string {
@@ -148,7 +166,43 @@ function timeValue(v: string, node: FilterNode, now: Date): { op?: CmpOp; value:
   throw new SrqlError(`invalid time literal '${v}'`, node.token, node.span);
 }
 
+const COMPOSITE_FIELD = /^composite\.([a-z0-9][a-z0-9_-]{0,62})(\.status)?$/;
+
+/** `composite.<slug>:down`, `composite.<slug>.status:(down,unknown)` on devices. */
+function planCompositeFilter(entity: EntityDecl, node: FilterNode): Condition {
+  const m = COMPOSITE_FIELD.exec(node.field.toLowerCase());
+  if (!m) throw unknownField(entity, node.field, node.token, node.span);
+  if (node.op !== "eq" && node.op !== "equals") {
+    throw new SrqlError(`unsupported operator for composite filter: ${node.op}`, node.token, node.span);
+  }
+  const raw = node.value.kind === "list" ? node.value.items.map((i) => i.value) : [node.value.value];
+  const values = [...new Set(raw.map((v) => v.trim().toLowerCase()))];
+  for (const v of values) {
+    if (!(COMPOSITE_VERDICTS as readonly string[]).includes(v)) {
+      throw new SrqlError(
+        `invalid composite verdict '${v}' (expected ${COMPOSITE_VERDICTS.join(", ")})`,
+        node.token,
+        node.span,
+      );
+    }
+  }
+  const uid = entity.fields.get(entity.tieBreaker) as FieldDecl;
+  return {
+    kind: "composite",
+    target: toTarget(uid),
+    table: entity.table,
+    slug: m[1] as string,
+    attr: m[2] ? "status" : "verdict",
+    values,
+    negated: node.negated,
+  };
+}
+
 function planFilter(entity: EntityDecl, node: FilterNode, now: Date, out: Condition[]): void {
+  if (entity.compositeFilters && node.field.toLowerCase().startsWith("composite.")) {
+    out.push(planCompositeFilter(entity, node));
+    return;
+  }
   const resolved = resolveField(entity, node.field);
   if (!resolved) throw unknownField(entity, node.field, node.token, node.span);
   const { field, target } = resolved;
@@ -365,6 +419,22 @@ function isDeviceUidTarget(entity: EntityDecl, t: Target): boolean {
   return t.column === "device_id" || t.column === "device_uid";
 }
 
+/** Stats sort: only by the count alias or a group field; default count desc. */
+function statsOrder(ast: QueryAst, groups: Target[], countAliases: string[]): SortKey[] {
+  const order: SortKey[] = [];
+  for (const s of ast.sort) {
+    const g = groups.find((x) => x.name === s.field || x.column === s.field);
+    if (countAliases.includes(s.field)) {
+      order.push({
+        target: { name: s.field, column: "", kind: "int", nullable: false },
+        direction: s.direction,
+      });
+    } else if (g) order.push({ target: g, direction: s.direction });
+    else throw new SrqlError(`unsupported sort field '${s.field}' for stats`, s.token, s.span);
+  }
+  return order;
+}
+
 export interface PlanOptions {
   now: Date;
   /** `limit` from the request body; a `limit:` token in the query wins. */
@@ -422,6 +492,8 @@ export function plan(ast: QueryAst, opts: PlanOptions): Plan {
       by: [],
       token: ast.groupBy.token,
       span: ast.groupBy.span,
+      texts: [],
+      deferred: null,
     };
   }
   if (statsNode && ds) {
@@ -440,8 +512,21 @@ export function plan(ast: QueryAst, opts: PlanOptions): Plan {
   }
   const base: PlanBase = { entity, conditions, time, timeTarget, limit, includeDeleted };
 
+  if (statsNode && entity.statsFields) {
+    const cs = planCompositeStats(entity, statsNode, ast.groupBy);
+    const order = statsOrder(ast, cs.groups, [cs.alias]);
+    return {
+      ...base,
+      entity: cs.table === entity.table ? entity : { ...entity, table: cs.table },
+      mode: "stats",
+      groups: cs.groups,
+      countAliases: [cs.alias],
+      order,
+    };
+  }
   if (statsNode) {
     const st = statsNode;
+    if (st.deferred) throw st.deferred;
     for (const e of st.exprs) {
       if (e.fn !== "count" || (e.arg !== "" && e.arg !== "*")) {
         throw new SrqlError(
@@ -471,19 +556,7 @@ export function plan(ast: QueryAst, opts: PlanOptions): Plan {
     if (new Set(outNames).size !== outNames.length) {
       throw new SrqlError("a stats alias may not repeat a group field", st.token, st.span);
     }
-    // Sort: only by the count alias or a group field; default count desc.
-    const order: SortKey[] = [];
-    for (const s of ast.sort) {
-      const g = groups.find((x) => x.name === s.field || x.column === s.field);
-      if (countAliases.includes(s.field)) {
-        order.push({
-          target: { name: s.field, column: "", kind: "int", nullable: false },
-          direction: s.direction,
-        });
-      } else if (g) order.push({ target: g, direction: s.direction });
-      else throw new SrqlError(`unsupported sort field '${s.field}' for stats`, s.token, s.span);
-    }
-    return { ...base, mode: "stats", groups, countAliases, order };
+    return { ...base, mode: "stats", groups, countAliases, order: statsOrder(ast, groups, countAliases) };
   }
 
   if (ds) {

@@ -66,6 +66,12 @@ const GOLDEN: string[] = [
   "in:timeseries_metrics time:last_7d bucket:5m agg:rate series:metric_name",
   "in:cpu_metrics bucket:1h agg:max by:host_id sort:timestamp:desc",
   "in:logs window:5m bounded:true mode:fast",
+  "in:composite_results verdict:(down,unknown) check:core-path",
+  'in:composite_results stats:"count() as n by verdict"',
+  "in:composite_results stats:count() as n by check,input_stale time:last_24h",
+  "in:composite_results by:status",
+  "in:devices composite.core-path:down",
+  "in:devices !composite.core-path.status:(down,unknown)",
 ];
 
 function render(query: string): string {
@@ -186,6 +192,14 @@ describe("SRQL errors name the token and its position", () => {
     ["in:devices !limit:5", /'limit' cannot be negated/, 12],
     ["in:devices metadata:x", /field 'metadata' is an object/, 12],
     ["in:devices id:abc".replace("in:devices", "in:logs"), /invalid uuid 'abc'/, 9],
+    [
+      "in:devices composite.core-path:sideways",
+      /^invalid composite verdict 'sideways' \(expected healthy/,
+      12,
+    ],
+    ["in:devices composite.Bad!:down", /^unsupported filter field 'composite.Bad!' for devices/, 12],
+    ["in:devices composite.x:>down", /^unsupported operator for composite filter: gt/, 12],
+    ["in:composite_results input_key:a", /^unsupported filter field 'input_key' for composite results /, 22],
   ];
   for (const [q, re, pos] of cases) {
     it(q, () => {
@@ -205,6 +219,46 @@ describe("SRQL errors name the token and its position", () => {
       }
     });
   }
+});
+
+describe("composite_results stats (the reference's own grammar and messages)", () => {
+  const message = (q: string) => {
+    try {
+      translate(q, { now });
+    } catch (e) {
+      return e instanceof SrqlError ? e.message.replace(/ \(token .*$/, "") : String(e);
+    }
+    return "accepted";
+  };
+  const cases: [string, string][] = [
+    ['stats:"count()"', "composite_results stats must be of the form 'count() as alias'"],
+    ['stats:"count() as a, count() as b"', "composite_results stats must be of the form 'count() as alias'"],
+    ['stats:"verdict"', "composite_results stats must be of the form 'count() as alias'"],
+    ['stats:"sum(stale_inputs) as n"', "composite_results stats only support count()"],
+    ['stats:"count(verdict) as n"', "composite_results stats only support count()"],
+    ['stats:"count() as n-1"', "stats alias must be alphanumeric"],
+    ['stats:"count() as n foo"', "expected 'by <field>' after stats alias"],
+    ['stats:"count() as n by"', "expected 'by <field>' after stats alias"],
+    [
+      'stats:"count() as n by device_uid"',
+      "unsupported stats group field 'device_uid'. Supported fields: check, check_slug, check_name, verdict, status, input_key, input_value, input_stale",
+    ],
+    ["nope:1", "unsupported filter field 'nope' for composite results"],
+    ['stats:"count() as n by verdict"', "accepted"],
+  ];
+  for (const [q, expected] of cases) {
+    it(q, () => expect(message(`in:composite_results ${q}`)).toBe(expected));
+  }
+  it("other entities keep the generic messages for the same text", () => {
+    expect(message('in:devices stats:"count() as n-1"')).toBe("stats alias must be alphanumeric: 'n-1'");
+  });
+  it("grouping by an input field counts the inputs of each result", () => {
+    const t = translate('in:composite_results stats:"count() as n by input_key"', { now });
+    expect(t.sql.text).toContain('FROM "composite_result_inputs"');
+    expect(translate('in:composite_results stats:"count() as n by verdict"', { now }).sql.text).toContain(
+      'FROM "composite_results"',
+    );
+  });
 });
 
 describe("SRQL catalog", () => {

@@ -22,6 +22,7 @@ import { initialRunAt } from "../scheduler.ts";
 import { TargetPolicy } from "../target-policy.ts";
 // Declared beside the checks it manages (registered on import, like this file).
 import "./profiles.ts";
+import "./composite-checks.ts";
 
 const ro = (type: AttributeDecl["type"], extra: Partial<AttributeDecl> = {}): AttributeDecl => ({
   type,

@@ -404,6 +404,78 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/v2/composite-checks": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List composite-check resources
+     * @description Access: permission services.view.
+     */
+    get: operations["composite_check_index"];
+    put?: never;
+    /**
+     * Create a composite check
+     * @description Access: permission services.create.
+     */
+    post: operations["composite_check_create"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v2/composite-checks/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read one composite-check
+     * @description Access: permission services.view.
+     */
+    get: operations["composite_check_read"];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a composite check and its results
+     * @description Access: permission services.delete.
+     */
+    delete: operations["composite_check_delete"];
+    options?: never;
+    head?: never;
+    /**
+     * Update a composite check
+     * @description Access: permission services.update.
+     */
+    patch: operations["composite_check_update"];
+    trace?: never;
+  };
+  "/api/v2/composite-checks/{id}/evaluate": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Evaluate the composite now and record a result (last_verdict answers it)
+     * @description Access: permission services.run.
+     */
+    post: operations["composite_check_evaluate"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/v2/device-cleanup-settings/{id}": {
     parameters: {
       query?: never;
@@ -4927,6 +4999,199 @@ export interface components {
       partition?: string | components["schemas"]["capacity_forecast-filter-partition"];
       inserted_at?: string | components["schemas"]["capacity_forecast-filter-inserted_at"];
       updated_at?: string | components["schemas"]["capacity_forecast-filter-updated_at"];
+    };
+    /** @description A verdict (healthy, degraded, down, unknown) over service checks and metric thresholds, evaluated on an interval; stale inputs count as unknown */
+    "composite-check": {
+      /** @enum {string} */
+      type: "composite-check";
+      id: string;
+      attributes?: {
+        /** @description Stable name used by the SRQL device filter `composite.<slug>` */
+        slug?: string;
+        name?: string;
+        description?: string | null;
+        /** @description The device whose `composite.<slug>` filter fields carry this verdict */
+        device_uid?: string | null;
+        /** @description Check inputs {key, kind: 'check', check_id | check_name, critical?, max_age_seconds?} and metric inputs {key, kind: 'metric', metric, device_uid?, agg? (avg|min|max|last), op, threshold, window_seconds? (300), critical?, max_age_seconds?}; a metric input is down while `agg(metric) op threshold` holds */
+        inputs?: {
+          [key: string]: unknown;
+        }[];
+        /** @enum {string} */
+        rule?: "all_healthy" | "any_healthy";
+        interval_seconds?: number;
+        enabled?: boolean;
+        /** Format: date-time */
+        last_evaluated_at?: string | null;
+        /** @enum {string|null} */
+        last_verdict?: "healthy" | "degraded" | "down" | "unknown" | null;
+        /** Format: date-time */
+        created_at?: string | null;
+        /** Format: date-time */
+        updated_at?: string | null;
+      };
+      relationships?: Record<string, never>;
+      links?: {
+        self?: string;
+      };
+      meta?: Record<string, never>;
+    };
+    "composite-check-filter-slug": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "composite-check-filter-name": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "composite-check-filter-device_uid": {
+      eq?: string;
+      not_eq?: string;
+      greater_than?: string;
+      greater_than_or_equal?: string;
+      less_than?: string;
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+      contains?: string;
+      like?: string;
+      ilike?: string;
+    };
+    "composite-check-filter-rule": {
+      /** @enum {string} */
+      eq?: "all_healthy" | "any_healthy";
+      /** @enum {string} */
+      not_eq?: "all_healthy" | "any_healthy";
+      /** @enum {string} */
+      greater_than?: "all_healthy" | "any_healthy";
+      /** @enum {string} */
+      greater_than_or_equal?: "all_healthy" | "any_healthy";
+      /** @enum {string} */
+      less_than?: "all_healthy" | "any_healthy";
+      /** @enum {string} */
+      less_than_or_equal?: "all_healthy" | "any_healthy";
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "composite-check-filter-interval_seconds": {
+      eq?: number;
+      not_eq?: number;
+      greater_than?: number;
+      greater_than_or_equal?: number;
+      less_than?: number;
+      less_than_or_equal?: number;
+      in?: number[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "composite-check-filter-enabled": {
+      eq?: boolean;
+      not_eq?: boolean;
+      greater_than?: boolean;
+      greater_than_or_equal?: boolean;
+      less_than?: boolean;
+      less_than_or_equal?: boolean;
+      in?: boolean[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "composite-check-filter-last_evaluated_at": {
+      /** Format: date-time */
+      eq?: string;
+      /** Format: date-time */
+      not_eq?: string;
+      /** Format: date-time */
+      greater_than?: string;
+      /** Format: date-time */
+      greater_than_or_equal?: string;
+      /** Format: date-time */
+      less_than?: string;
+      /** Format: date-time */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "composite-check-filter-last_verdict": {
+      /** @enum {string} */
+      eq?: "healthy" | "degraded" | "down" | "unknown";
+      /** @enum {string} */
+      not_eq?: "healthy" | "degraded" | "down" | "unknown";
+      /** @enum {string} */
+      greater_than?: "healthy" | "degraded" | "down" | "unknown";
+      /** @enum {string} */
+      greater_than_or_equal?: "healthy" | "degraded" | "down" | "unknown";
+      /** @enum {string} */
+      less_than?: "healthy" | "degraded" | "down" | "unknown";
+      /** @enum {string} */
+      less_than_or_equal?: "healthy" | "degraded" | "down" | "unknown";
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    "composite-check-filter-id": {
+      /** Format: uuid */
+      eq?: string;
+      /** Format: uuid */
+      not_eq?: string;
+      /** Format: uuid */
+      greater_than?: string;
+      /** Format: uuid */
+      greater_than_or_equal?: string;
+      /** Format: uuid */
+      less_than?: string;
+      /** Format: uuid */
+      less_than_or_equal?: string;
+      in?: string[];
+      is_nil?: boolean;
+      is_distinct_from?: string;
+      is_not_distinct_from?: string;
+    };
+    /** @description Filter for composite-check (spec 2.5) */
+    "composite-check-filter": {
+      and?: components["schemas"]["composite-check-filter"][];
+      or?: components["schemas"]["composite-check-filter"][];
+      not?: components["schemas"]["composite-check-filter"];
+      slug?: string | components["schemas"]["composite-check-filter-slug"];
+      name?: string | components["schemas"]["composite-check-filter-name"];
+      device_uid?: string | components["schemas"]["composite-check-filter-device_uid"];
+      rule?: ("all_healthy" | "any_healthy") | components["schemas"]["composite-check-filter-rule"];
+      interval_seconds?: number | components["schemas"]["composite-check-filter-interval_seconds"];
+      enabled?: boolean | components["schemas"]["composite-check-filter-enabled"];
+      last_evaluated_at?: string | components["schemas"]["composite-check-filter-last_evaluated_at"];
+      last_verdict?:
+        | ("healthy" | "degraded" | "down" | "unknown")
+        | components["schemas"]["composite-check-filter-last_verdict"];
+      id?: string | components["schemas"]["composite-check-filter-id"];
     };
     /** @description The singleton that drives the purge of soft-deleted devices. GET on the base path answers the singleton. */
     device_cleanup_settings: {
@@ -13607,6 +13872,266 @@ export interface operations {
         content: {
           "application/vnd.api+json": {
             data?: components["schemas"]["capacity_forecast"][];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  composite_check_index: {
+    parameters: {
+      query?: {
+        /** @description Filter object (spec 2.5): and/or/not and one key per filterable attribute with an operator object */
+        filter?: components["schemas"]["composite-check-filter"];
+        /** @description Comma-separated fields, '-' prefix for descending. Sortable: id, slug, name, description, device_uid, rule, interval_seconds, enabled, last_evaluated_at, last_verdict, created_at, updated_at */
+        sort?: string;
+        /** @description Pagination (offset, keyset); default 100, maximum page size 1000; always applied */
+        page?: {
+          /** @default 100 */
+          limit?: number;
+          count?: boolean;
+          offset?: number;
+          /** @description opaque keyset cursor */
+          after?: string;
+          /** @description opaque keyset cursor */
+          before?: string;
+        };
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["composite-check"][];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  composite_check_create: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "composite-check";
+            attributes: {
+              /** @description Stable name used by the SRQL device filter `composite.<slug>` */
+              slug: string;
+              name: string;
+              description?: string | null;
+              /** @description The device whose `composite.<slug>` filter fields carry this verdict */
+              device_uid?: string | null;
+              /** @description Check inputs {key, kind: 'check', check_id | check_name, critical?, max_age_seconds?} and metric inputs {key, kind: 'metric', metric, device_uid?, agg? (avg|min|max|last), op, threshold, window_seconds? (300), critical?, max_age_seconds?}; a metric input is down while `agg(metric) op threshold` holds */
+              inputs: {
+                [key: string]: unknown;
+              }[];
+              /** @enum {string} */
+              rule?: "all_healthy" | "any_healthy";
+              interval_seconds?: number;
+              enabled?: boolean;
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["composite-check"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  composite_check_read: {
+    parameters: {
+      query?: {
+        /** @description Relationship paths to include: (none) */
+        include?: string;
+        /** @description Sparse fieldsets: fields[type]=a,b */
+        fields?: {
+          [key: string]: string;
+        };
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["composite-check"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  composite_check_delete: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  composite_check_update: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "composite-check";
+            attributes?: {
+              name?: string;
+              description?: string | null;
+              /** @description The device whose `composite.<slug>` filter fields carry this verdict */
+              device_uid?: string | null;
+              /** @description Check inputs {key, kind: 'check', check_id | check_name, critical?, max_age_seconds?} and metric inputs {key, kind: 'metric', metric, device_uid?, agg? (avg|min|max|last), op, threshold, window_seconds? (300), critical?, max_age_seconds?}; a metric input is down while `agg(metric) op threshold` holds */
+              inputs?: {
+                [key: string]: unknown;
+              }[];
+              /** @enum {string} */
+              rule?: "all_healthy" | "any_healthy";
+              interval_seconds?: number;
+              enabled?: boolean;
+            };
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["composite-check"];
+            included?: Record<string, never>[];
+            meta?: Record<string, never>;
+            links?: components["schemas"]["links"];
+            jsonapi?: Record<string, never>;
+          };
+        };
+      };
+      default: components["responses"]["errors"];
+    };
+  };
+  composite_check_evaluate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        "application/vnd.api+json": {
+          data: {
+            /** @enum {string} */
+            type: "composite-check";
+            attributes?: Record<string, never>;
+            relationships?: Record<string, never>;
+            meta?: Record<string, never>;
+            id?: string;
+          };
+          meta?: Record<string, never>;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/vnd.api+json": {
+            data?: components["schemas"]["composite-check"];
             included?: Record<string, never>[];
             meta?: Record<string, never>;
             links?: components["schemas"]["links"];
