@@ -190,12 +190,9 @@ export type RecordView = Record<string, unknown> & { id: string; _row: Row };
  * `{ id }` of the resource to answer with, or a raw JSON body (`{ raw, status }`) for generic
  * actions that do not answer a resource (e.g. the k8s probe endpoints).
  */
-// biome-ignore lint/suspicious/noConfusingVoidType: handlers may simply return nothing (async () => {}).
 export type HandlerResult =
-  | void
-  | undefined
-  | { id: string; status?: number }
-  | { raw: unknown; status?: number };
+  // biome-ignore lint/suspicious/noConfusingVoidType: handlers may simply return nothing (async () => {}).
+  void | undefined | { id: string; status?: number } | { raw: unknown; status?: number };
 
 /** Argument of an operation (accepted in `data.attributes`, or directly under `data` for generic actions). */
 export type ArgumentDecl = Omit<
