@@ -47,6 +47,9 @@ export function verifyPackage(
 
 /** A public key in canonical SPKI PEM, or an Error saying why the text is not an Ed25519 public key. */
 export function normalisePublicKey(text: string): { pem: string; fingerprint: string } | Error {
+  // createPublicKey would derive the public half of a private key; refuse it so a private key
+  // is never handed around as if it were the shareable one.
+  if (text.includes("PRIVATE KEY")) return new Error("this is a private key; give the .pub file");
   try {
     const key = createPublicKey(text);
     if (key.asymmetricKeyType !== "ed25519") return new Error("the key is not an Ed25519 public key");
