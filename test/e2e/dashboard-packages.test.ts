@@ -521,6 +521,34 @@ describe("verification, lifecycle and the renderer asset", () => {
   });
 });
 
+describe("the dashboards SRQL entity", () => {
+  it("lists packages through POST /api/query for holders of dashboards.packages.view_all", async () => {
+    const p = pkg();
+    const r = await publish(p, { signature: signed(p), route: uniqueId("srql") });
+    await enable(r.body.id);
+    const query = (token: string, q: string) =>
+      server.fetch("/api/query", {
+        method: "POST",
+        headers: { ...authHeaders(token), "content-type": "application/json" },
+        body: JSON.stringify({ query: q }),
+      });
+    const res = await query(admin, `in:dashboards dashboard_id:${p.manifest.id}`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { results: Record<string, unknown>[] };
+    expect(body.results).toHaveLength(1);
+    expect(body.results[0]).toMatchObject({
+      id: r.body.id,
+      dashboard_id: p.manifest.id,
+      status: "enabled",
+      verification_status: "verified",
+      content_hash: sha(p.renderer),
+    });
+    const counted = await query(admin, 'in:dashboards stats:"count() by status"');
+    expect(counted.status).toBe(200);
+    expect((await query(await tokenFor(server, "viewer"), "in:dashboards")).status).toBe(403);
+  });
+});
+
 describe("data frames", () => {
   it("an arrow_ipc frame is an Arrow IPC stream with its pagination in headers; cursors page it", async () => {
     const p = pkg();
