@@ -2,7 +2,7 @@ import fs from "node:fs";
 import multipart from "@fastify/multipart";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Actor } from "../access/actor.ts";
-import { accessState } from "../access/feature.ts";
+import { ACCESS_DENIED_HEADER, accessState } from "../access/feature.ts";
 import { errorHandler } from "../http/errors.ts";
 import type { AppContext } from "../kernel/context.ts";
 import {
@@ -15,6 +15,7 @@ import {
   RateLimitedError,
   UnsupportedMediaTypeError,
 } from "../kernel/errors.ts";
+import { isUuid } from "../kernel/ids.ts";
 import { type AuditAction, recordAudit } from "./audit.ts";
 import { runFrame } from "./frames.ts";
 import { checkManifest, MANIFEST_MAX_BYTES, type Manifest } from "./manifest.ts";
@@ -59,15 +60,41 @@ function mediaType(value: string | undefined): string {
  * The dashboard routes answer the codes of spec 7's table: a missing, revoked or unknown bearer
  * JWT is `unauthorized` there (the generic edge says `authentication_required`).
  */
-function dashboardErrors(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (error instanceof AuthenticationRequiredError && error.code === "authentication_required") {
-    return errorHandler(
-      new AuthenticationRequiredError(error.message, { code: "unauthorized" }),
-      request,
-      reply,
-    );
-  }
-  return errorHandler(error, request, reply);
+const AUDITED_ROUTES: Readonly<Record<string, AuditAction>> = Object.freeze({
+  "/api/v1/dashboard-packages": "dashboard_publish",
+  "/api/v1/dashboard-packages/:id/enable": "dashboard_enable",
+  "/api/v1/dashboard-packages/:id/disable": "dashboard_disable",
+});
+
+/**
+ * The dashboard routes answer the codes of spec 7's table: a missing, revoked or unknown bearer
+ * JWT is `unauthorized` there (the generic edge says `authentication_required`). A caller the
+ * access rule refused (no permission) is known by then, so that refusal is audited here: the
+ * handler, which audits everything else, never ran.
+ */
+function dashboardErrors(ctx: AppContext) {
+  return (error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    if (error instanceof AuthenticationRequiredError && error.code === "authentication_required") {
+      return errorHandler(
+        new AuthenticationRequiredError(error.message, { code: "unauthorized" }),
+        request,
+        reply,
+      );
+    }
+    const url = request.routeOptions.url ?? "";
+    const action = Object.hasOwn(AUDITED_ROUTES, url) ? AUDITED_ROUTES[url] : undefined;
+    if (action && request.actor && reply.getHeader(ACCESS_DENIED_HEADER) === "rule") {
+      const id = (request.params as { id?: string } | undefined)?.id;
+      // recordAudit never throws; the response does not wait for it.
+      void recordAudit(ctx, request.actor, {
+        action,
+        packageId: id && isUuid(id) ? id : null,
+        result: "rejected",
+        reason: errorCode(error),
+      });
+    }
+    return errorHandler(error, request, reply);
+  };
 }
 
 function packageBody(p: PackageRow, extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -279,7 +306,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   await app.register(async (scoped) => {
     // Over-size parts are reported by us (`payload_too_large` naming the part), not thrown by the plugin.
     await scoped.register(multipart, { limits: { fileSize: RENDERER_MAX_BYTES }, throwFileSizeLimit: false });
-    scoped.setErrorHandler(dashboardErrors);
+    scoped.setErrorHandler(dashboardErrors(ctx));
     const policy = (permission: string) => ({ access: { permission }, rateLimit: "api_default" as const });
 
     scoped.post(

@@ -402,6 +402,20 @@ describe("publishing: results and invariants", () => {
     expect(rows[3]?.actor_user_id).toBe(adminId);
   });
 
+  it("a caller refused by the permission rule is audited too", async () => {
+    const viewer = await createUser(server, { role: "viewer" });
+    const token = await tokenFor(server, { id: viewer.id });
+    expect((await publish(pkg(), { token })).status).toBe(403);
+    await expect
+      .poll(() =>
+        server.db.many(
+          "SELECT action, result, reason FROM dashboard_package_audit WHERE actor_user_id = $1",
+          [viewer.id],
+        ),
+      )
+      .toEqual([{ action: "dashboard_publish", result: "rejected", reason: "forbidden" }]);
+  });
+
   it("a failing audit write never fails the request", async () => {
     await server.db.query(
       "ALTER TABLE dashboard_package_audit ADD CONSTRAINT audit_broken_for_test CHECK (action = 'never') NOT VALID",
