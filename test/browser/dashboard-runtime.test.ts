@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
@@ -173,6 +174,140 @@ describe("dashboard runtime (Chromium)", () => {
     } finally {
       fs.writeFileSync(file, original);
     }
+  }, 60_000);
+});
+
+/** A probe renderer: prints what the host gives it and drives the api from buttons. */
+const PROBE = `
+export function mountDashboard(root, host, api) {
+  const out = document.createElement("pre");
+  out.id = "probe";
+  const log = [];
+  const draw = () => {
+    const f = api.frame("rows");
+    out.textContent = JSON.stringify({
+      theme: host.theme, dashboard: host.dashboard.id, status: f.status, encoding: f.encoding,
+      hosts: f.rows.map((r) => r.hostname), next: Boolean(f.pagination.next_cursor), log,
+    });
+  };
+  const button = (label, fn) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.addEventListener("click", fn);
+    root.append(b);
+  };
+  button("update", () => api.srql.update("in:devices vendor_name:cisco sort:hostname:asc"));
+  button("page", () => {
+    const cursor = api.frame("rows").pagination.next_cursor || "no-cursor";
+    api.srql.page("rows", cursor).then(() => { log.push("paged"); draw(); });
+  });
+  button("empty", () => {
+    try { api.srql.page("rows", ""); } catch (e) { log.push("threw " + e.name); draw(); }
+  });
+  root.append(out);
+  const unsubscribe = api.subscribe(draw);
+  draw();
+  return { destroy() { unsubscribe(); window.__probeDestroyed = (window.__probeDestroyed || 0) + 1; } };
+}
+`;
+
+async function publishProbe(id: string, slug: string, capabilities: string[]): Promise<string> {
+  const renderer = Buffer.from(PROBE);
+  const manifest = {
+    id,
+    name: `Probe ${id}`,
+    version: "1.0.0",
+    renderer: {
+      kind: "browser_module",
+      interface_version: "dashboard-browser-module-v1",
+      artifact: "renderer.js",
+      sha256: createHash("sha256").update(renderer).digest("hex"),
+      trust: "trusted",
+      entrypoint: "mountDashboard",
+    },
+    data_frames: [{ id: "rows", query: "in:devices sort:hostname:asc", encoding: "json", limit: 2 }],
+    capabilities,
+  };
+  const form = new FormData();
+  form.append("manifest", new Blob([JSON.stringify(manifest)], { type: "application/json" }), "m.json");
+  form.append("renderer", new Blob([renderer], { type: "text/javascript" }), "r.js");
+  form.append("route", slug);
+  const res = await server.fetch("/api/v1/dashboard-packages", {
+    method: "POST",
+    headers: authHeaders(await tokenFor(server, "admin")),
+    body: form,
+  });
+  const body = (await res.json()) as { id: string };
+  expect(res.status).toBe(200);
+  expect((await api("POST", `/api/v1/dashboard-packages/${body.id}/verify`)).status).toBe(200);
+  expect((await api("POST", `/api/v1/dashboard-packages/${body.id}/enable`)).status).toBe(200);
+  return body.id;
+}
+
+async function probe(page: Page): Promise<Record<string, unknown>> {
+  return JSON.parse((await page.locator("#probe").textContent()) ?? "{}") as Record<string, unknown>;
+}
+
+describe("host API contract (Chromium)", () => {
+  it("JSON frames through /api/query, srql.update from offset 0, page with a cursor, empty cursors throw, destroy on leave", async () => {
+    await publishProbe("probe.exec", "probe-exec", ["srql.execute"]);
+    const page = await signIn("/dashboards/probe-exec");
+    const queries: string[] = [];
+    page.on("request", (r) => {
+      if (r.url().endsWith("/api/query")) queries.push(r.postData() ?? "");
+    });
+    await expect.poll(async () => (await probe(page)).status, { timeout: 20_000 }).toBe("ok");
+    expect(await probe(page)).toMatchObject({
+      theme: "light",
+      dashboard: "probe.exec",
+      encoding: "json",
+      hosts: ["cam-garage", "cam-lobby"],
+      next: true,
+    });
+    await page.getByRole("button", { name: "page" }).click();
+    await expect
+      .poll(async () => (await probe(page)).hosts, { timeout: 20_000 })
+      .toEqual(["core-sw1", "edge-rtr"]);
+    expect(JSON.parse(queries.at(-1) ?? "{}")).toMatchObject({
+      query: "in:devices sort:hostname:asc",
+      limit: 2,
+    });
+    expect(JSON.parse(queries.at(-1) ?? "{}").cursor).toBeTruthy();
+
+    await page.getByRole("button", { name: "update" }).click();
+    const lastQuery = () => JSON.parse(queries.at(-1) ?? "{}") as Record<string, unknown>;
+    await expect
+      .poll(() => lastQuery().query, { timeout: 20_000 })
+      .toBe("in:devices vendor_name:cisco sort:hostname:asc");
+    // The new query starts at offset 0: no cursor is sent with it.
+    expect(lastQuery().cursor).toBeUndefined();
+    await expect
+      .poll(async () => (await probe(page)).hosts, { timeout: 20_000 })
+      .toEqual(["core-sw1", "edge-rtr"]);
+
+    await page.getByRole("button", { name: "empty" }).click();
+    await expect.poll(async () => (await probe(page)).log).toContain("threw TypeError");
+
+    await page.getByRole("link", { name: "Dashboards" }).first().click();
+    await page.waitForURL((u) => u.pathname === "/dashboards");
+    expect(await page.evaluate("window.__probeDestroyed")).toBe(1);
+    await page.context().close();
+  }, 60_000);
+
+  it("without srql.execute, srql.page is a no-op", async () => {
+    await publishProbe("probe.readonly", "probe-readonly", ["map.basemap.read"]);
+    const page = await signIn("/dashboards/probe-readonly");
+    await expect.poll(async () => (await probe(page)).status, { timeout: 20_000 }).toBe("ok");
+    let queries = 0;
+    page.on("request", (r) => {
+      if (r.url().endsWith("/api/query")) queries++;
+    });
+    await page.getByRole("button", { name: "page" }).click();
+    await expect.poll(async () => (await probe(page)).log).toContain("paged");
+    expect((await probe(page)).hosts).toEqual(["cam-garage", "cam-lobby"]);
+    expect(queries).toBe(0);
+    await page.context().close();
   }, 60_000);
 });
 

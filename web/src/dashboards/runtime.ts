@@ -180,23 +180,25 @@ export class DashboardHost {
     },
     theme: currentTheme,
     srql: {
-      update: async (query, frameId) => {
+      // Argument errors throw synchronously (the SDK contract: a missing cursor throws); the
+      // returned promise settles when the frame has been re-read.
+      update: (query, frameId) => {
         if (typeof query !== "string" || query.trim() === "")
           throw new TypeError("srql.update needs a query");
-        if (!this.can("srql.execute")) return;
+        if (!this.can("srql.execute")) return Promise.resolve();
         const id = frameId ?? this.pkg.data_frames[0]?.id;
         if (!id || !this.frames.has(id)) throw new TypeError(`no data frame ${String(frameId)}`);
         this.queries.set(id, query);
         this.cursors.delete(id);
-        await this.load(id);
+        return this.load(id);
       },
-      page: async (frameId, cursor) => {
+      page: (frameId, cursor) => {
         if (typeof cursor !== "string" || cursor === "")
           throw new TypeError("srql.page needs a non-empty cursor");
-        if (!this.can("srql.execute")) return;
+        if (!this.can("srql.execute")) return Promise.resolve();
         if (!this.frames.has(frameId)) throw new TypeError(`no data frame ${frameId}`);
         this.cursors.set(frameId, cursor);
-        await this.load(frameId);
+        return this.load(frameId);
       },
       query: (frameId) => this.queries.get(frameId ?? this.pkg.data_frames[0]?.id ?? "") ?? null,
     },
