@@ -28,9 +28,9 @@ const manifest = {
 
 describe("canonical JSON and the signed message", () => {
   it("does not depend on key order or spacing", () => {
-    const reordered = JSON.parse(
-      JSON.stringify({ capabilities: manifest.capabilities, ...manifest }, null, 4),
-    );
+    const reversed = Object.fromEntries(Object.entries(manifest).reverse());
+    const reordered = JSON.parse(JSON.stringify(reversed, null, 4));
+    expect(Object.keys(reordered)[0]).toBe("capabilities");
     expect(canonicalJson(reordered)).toBe(canonicalJson(manifest));
     expect(canonicalJson({ b: [2, { d: 1, c: "x" }], a: null })).toBe('{"a":null,"b":[2,{"c":"x","d":1}]}');
   });
