@@ -1,5 +1,6 @@
 import { createAccessFeature } from "./access/feature.ts";
 import { alertingFeature } from "./alerting/feature.ts";
+import { dashboardsFeature } from "./dashboards/feature.ts";
 import { createConsoleFeature } from "./http/routes/console.ts";
 import { healthFeature } from "./http/routes/health.ts";
 import { createInventoryFeature } from "./inventory/feature.ts";
@@ -30,6 +31,7 @@ export function allFeatures(): Feature[] {
     alertingFeature(),
     createTelemetryFeature(),
     createMcpFeature(),
+    dashboardsFeature,
     createConsoleFeature(),
     // Autovacuum's rule for the embedded database, which has no autovacuum (a no-op on PostgreSQL).
     createStorageMaintenanceFeature(),

@@ -1,5 +1,6 @@
 import { tokensCommand, usersCommand } from "../access/cli.ts";
 import { notificationsCommand } from "../alerting/cli.ts";
+import { dashboardCommand } from "../dashboards/cli.ts";
 import { devicesCommand } from "../inventory/cli.ts";
 import { mcpCommand } from "../mcp/cli.ts";
 import { agentCommand, gatewayCommand } from "../monitoring/cli.ts";
@@ -23,6 +24,7 @@ export const COMMANDS: Command[] = [
   checksCommand,
   notificationsCommand,
   mcpCommand,
+  dashboardCommand,
   backupCommand,
   restoreCommand,
   dbCommand,

@@ -176,6 +176,21 @@ export const ERROR_CODES = {
   backup_count_mismatch: c(409, "After the copy, a table's row count differs from the source's."),
   database_in_use: c(409, "The target database is in use by a running netmon."),
   database_not_empty: c(409, "The target database already holds data; pass --force to replace it."),
+  // --- dashboard packages (spec 7's table) ---
+  unauthorized: c(401, "Dashboard package routes: no, a revoked or an unknown bearer JWT."),
+  missing_part: c(400, "A dashboard publish lacks its manifest or renderer part; `part` names which."),
+  invalid_route: c(400, "The route slug does not match ^[a-z0-9][a-z0-9-]{1,62}$."),
+  invalid_manifest: c(400, "The dashboard manifest fails the closed schema; `errors` lists every problem."),
+  slug_in_use: c(409, "The route is bound to an enabled package of another dashboard id."),
+  version_already_published: c(
+    409,
+    "The same dashboard id@version exists with other bytes and is enabled or verified.",
+  ),
+  unprocessable_renderer: c(
+    422,
+    "manifest.renderer.sha256 differs from the SHA-256 of the uploaded renderer.",
+  ),
+  verification_required: c(409, "Only a verified dashboard package can be enabled."),
 } as const satisfies Record<string, ErrorCodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1276,6 +1276,48 @@ export const ENTITIES: EntityDecl[] = [
     noun: "composite results",
     statsFields: COMPOSITE_STATS_FIELDS,
   }),
+  define({
+    // Installed dashboard packages (migration 0700): the same rows GET /api/v1/dashboard-packages lists.
+    name: "dashboards",
+    label: "Dashboards",
+    aliases: ["dashboard_packages"],
+    table: "dashboard_packages",
+    permission: "dashboards.packages.view_all",
+    timeField: "updated_at",
+    defaultSort: ["name", "asc"],
+    tieBreaker: "id",
+    defaultTime: null,
+    defaultFilterField: "name",
+    partition: null,
+    uuid: ["id"],
+    text: ["dashboard_id", "name", "version", "route_slug", "status", "verification_status", "content_hash"],
+    int: ["renderer_size"],
+    time: ["created_at", "updated_at"],
+    notNull: [
+      "id",
+      "dashboard_id",
+      "name",
+      "version",
+      "status",
+      "verification_status",
+      "content_hash",
+      "renderer_size",
+      "created_at",
+      "updated_at",
+    ],
+    groupable: ["status", "verification_status", "dashboard_id"],
+    caseInsensitive: ["name"],
+    fieldAliases: {
+      title: "name",
+      slug: "route_slug",
+      dashboard_ref: "dashboard_id",
+      timestamp: "updated_at",
+    },
+    enums: {
+      status: ["staged", "enabled", "disabled"],
+      verification_status: ["pending", "verified", "failed"],
+    },
+  }),
 ];
 
 const BY_NAME = new Map<string, EntityDecl>();

@@ -5,7 +5,7 @@ import { ApiError, api, type Me } from "./api.ts";
 import { Layout } from "./components/Layout.tsx";
 import { AlertDetail, Alerts } from "./pages/Alerts.tsx";
 import { CheckDetail, CheckEdit, Checks } from "./pages/Checks.tsx";
-import { Dashboards } from "./pages/Dashboards.tsx";
+import { Dashboards, DashboardView } from "./pages/Dashboards.tsx";
 import { DeviceDetail, Devices } from "./pages/Devices.tsx";
 import { Fleet } from "./pages/Fleet.tsx";
 import { NotFound } from "./pages/NotFound.tsx";
@@ -51,6 +51,7 @@ function App() {
             <Route path="/fleet" component={Fleet} />
             <Route path="/rules" component={Rules} />
             <Route path="/dashboards" component={Dashboards} />
+            <Route path="/dashboards/:slug" component={DashboardView} />
             <Route path="/settings" component={Settings} />
             <Route path="/settings/api-credentials" component={ApiCredentials} />
             <Route path="/settings/users" component={Users} />

@@ -4,6 +4,17 @@ import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Feature } from "../../kernel/feature.ts";
+import { HTML_SECURITY_HEADERS } from "../security-headers.ts";
+
+/**
+ * The console runs dashboard renderers from Blob URLs of bytes it has hash-checked (decision
+ * 0710), so its pages allow `blob:` scripts. Only script already running on the page can mint a
+ * blob: URL, so this admits no script that could not run before.
+ */
+const CONSOLE_CSP = (HTML_SECURITY_HEADERS["content-security-policy"] as string).replace(
+  "script-src 'self'",
+  "script-src 'self' blob:",
+);
 
 /**
  * The operator console: a static single-page application built from `web/` into `web/dist`
@@ -57,7 +68,7 @@ export function createConsoleFeature(dir = CONSOLE_DIR): Feature {
             .header("location", `/users/log-in?return_to=${encodeURIComponent(back)}`)
             .send();
         }
-        reply.header("cache-control", "no-cache");
+        reply.header("cache-control", "no-cache").header("content-security-policy", CONSOLE_CSP);
         if (!built) return reply.code(503).type("text/html; charset=utf-8").send(NOT_BUILT);
         return reply
           .type("text/html; charset=utf-8")
