@@ -6,7 +6,7 @@ import { isUniqueViolation } from "../storage/db-error.ts";
 import { sql } from "../storage/sql.ts";
 import { verifyWithTrustedKeys } from "./keys.ts";
 import type { Manifest } from "./manifest.ts";
-import { commitRenderer, type StagedRenderer } from "./renderer-store.ts";
+import { persistRenderer, type StagedRenderer } from "./renderer-store.ts";
 
 /** Spec 4.6: a route slug. */
 export const ROUTE_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
@@ -129,7 +129,7 @@ export async function publishPackage(
       : "failed"
     : "pending";
   const verificationError = verification && !verification.keyId ? verification.reason : null;
-  const stored = await commitRenderer(ctx.config.dataDir, renderer);
+  const stored = await persistRenderer(ctx.db, ctx.config.dataDir, renderer);
   const publishedBy = actor.kind === "user" ? actor.id : null;
   const now = ctx.now();
 

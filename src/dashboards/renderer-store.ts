@@ -2,12 +2,17 @@ import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { Readable } from "node:stream";
+import type { Queryable } from "../storage/db.ts";
+import { sql } from "../storage/sql.ts";
 
 /**
- * Renderer bytes live content-addressed under `$NETMON_DATA_DIR/dashboards/renderers/<sha256>`:
- * an upload streams to a temporary file while it is hashed and counted, so the 50 MB cap is
- * enforced as bytes arrive and a part is never held in memory. Two packages with the same
- * bytes share one file; a file is only ever written whole (rename after the hash is known).
+ * Renderer bytes are content-addressed: an upload streams to a temporary file under
+ * `$NETMON_DATA_DIR/dashboards/renderers/` while it is hashed and counted, so the 50 MB cap is
+ * enforced as bytes arrive. Once accepted, the bytes are stored in the database
+ * (`dashboard_renderers`, migration 0701) so every replica can serve them and backups carry
+ * them; the file `<sha256>` stays as this process's cache and is rebuilt from the database when
+ * missing. Two packages with the same bytes share one copy; a file is only ever written whole
+ * (rename after the hash is known).
  */
 export const RENDERER_MAX_BYTES = 50 * 1024 * 1024;
 
@@ -65,6 +70,38 @@ export async function commitRenderer(dataDir: string, staged: StagedRenderer): P
   const target = path.join(rendererDir(dataDir), staged.sha256);
   await fs.promises.rename(staged.tmpPath, target);
   return staged.sha256;
+}
+
+/**
+ * Keep accepted bytes: in the database (shared by replicas, in backups) and as the local cache
+ * file. Idempotent per hash. Returns the stored name (the hash).
+ */
+export async function persistRenderer(
+  db: Queryable,
+  dataDir: string,
+  staged: StagedRenderer,
+): Promise<string> {
+  const bytes = await fs.promises.readFile(staged.tmpPath);
+  await db.query(sql`
+    INSERT INTO dashboard_renderers (content_hash, bytes, size) VALUES (${staged.sha256}, ${bytes}, ${bytes.length})
+    ON CONFLICT (content_hash) DO NOTHING`);
+  return commitRenderer(dataDir, staged);
+}
+
+/** The local file holding a stored renderer, fetched from the database when not cached here. */
+export async function rendererFile(db: Queryable, dataDir: string, stored: string): Promise<string | null> {
+  const file = rendererPath(dataDir, stored);
+  if (!file) return null;
+  if (fs.existsSync(file)) return file;
+  const row = await db.one<{ bytes: Uint8Array }>(
+    sql`SELECT bytes FROM dashboard_renderers WHERE content_hash = ${stored}`,
+  );
+  if (!row) return null;
+  await fs.promises.mkdir(rendererDir(dataDir), { recursive: true, mode: 0o700 });
+  const tmp = path.join(rendererDir(dataDir), `.cache-${randomUUID()}`);
+  await fs.promises.writeFile(tmp, row.bytes, { mode: 0o600 });
+  await fs.promises.rename(tmp, file);
+  return file;
 }
 
 export async function discardRenderer(staged: StagedRenderer | null): Promise<void> {

@@ -36,7 +36,7 @@ import {
 import {
   discardRenderer,
   RENDERER_MAX_BYTES,
-  rendererPath,
+  rendererFile,
   type StagedRenderer,
   stageRenderer,
 } from "./renderer-store.ts";
@@ -474,8 +474,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
         if (isAppError(err) && err.status === 404) throw new NotFoundError("dashboard renderer not found");
         throw err;
       });
-      const file = rendererPath(ctx.config.dataDir, row.renderer_path);
-      if (!file || !fs.existsSync(file)) throw new NotFoundError("dashboard renderer not found");
+      const file = await rendererFile(ctx.db, ctx.config.dataDir, row.renderer_path);
+      if (!file) throw new NotFoundError("dashboard renderer not found");
       return reply
         .type(row.renderer_media_type === "application/wasm" ? "application/wasm" : "text/javascript")
         .header("etag", `"${row.content_hash}"`)

@@ -5,6 +5,8 @@
  * verification and the renderer/frames endpoints a browser uses.
  */
 import { createHash } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
 import { tableFromIPC } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addPublisherKey } from "../../src/dashboards/keys.ts";
@@ -480,6 +482,14 @@ describe("verification, lifecycle and the renderer asset", () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get("content-type")).toMatch(/^text\/javascript/);
     expect(Buffer.from(await ok.arrayBuffer())).toEqual(p.renderer);
+    // The bytes are in the database: a replica without the local file (or this one after its
+    // cache is gone) serves them all the same.
+    const hash = createHash("sha256").update(p.renderer).digest("hex");
+    fs.rmSync(path.join(server.dataDir, "dashboards", "renderers", hash));
+    const again = await asset();
+    expect(again.status).toBe(200);
+    expect(Buffer.from(await again.arrayBuffer())).toEqual(p.renderer);
+    expect(fs.existsSync(path.join(server.dataDir, "dashboards", "renderers", hash))).toBe(true);
     expect((await disable(r.body.id)).status).toBe(200);
     expect((await asset()).status).toBe(404);
     expect((await enable(r.body.id)).status).toBe(200);
