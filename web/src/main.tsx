@@ -53,7 +53,7 @@ function App() {
             <Route path="/logs" component={Logs} />
             <Route path="/traces" component={Traces} />
             <Route path="/traces/:id" component={TraceDetail} />
-            <Route path="/metrics" component={Metrics} />
+            <Route path="/otel-metrics" component={Metrics} />
             <Route path="/query" component={QueryExplorer} />
             <Route path="/fleet" component={Fleet} />
             <Route path="/rules" component={Rules} />

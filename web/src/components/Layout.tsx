@@ -12,7 +12,7 @@ const NAV: Array<[string, string]> = [
   ["/alerts", "Alerts"],
   ["/logs", "Logs"],
   ["/traces", "Traces"],
-  ["/metrics", "Metrics"],
+  ["/otel-metrics", "Metrics"],
   ["/query", "Query"],
   ["/fleet", "Gateways & agents"],
   ["/rules", "Rules & notifications"],
