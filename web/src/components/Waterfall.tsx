@@ -107,7 +107,7 @@ export function Waterfall(props: { spans: Row[]; selected?: string; onSelect: (s
                 aria-pressed={props.selected === id}
                 onClick={() => props.onSelect(p.span)}
               >
-                {String(p.span.name ?? id)}{" "}
+                <span class="wf-name">{String(p.span.name ?? id)}</span>{" "}
                 <span class="muted small">{String(p.span.service_name ?? "")}</span>
                 {p.error && <span class="sr-only"> (error)</span>}
               </button>

@@ -4,7 +4,7 @@ import { DataTable } from "../components/Table.tsx";
 import { ErrorNote } from "../components/Ui.tsx";
 import { text } from "../format.ts";
 import { usePoll, useUrlState } from "../hooks.ts";
-import { RangeSelect, srqlQuote } from "../telemetry.tsx";
+import { RangeSelect, rangeSeconds, srqlQuote } from "../telemetry.tsx";
 
 type R = Record<string, unknown>;
 /** SRQL's own row cap; a longer range shows its newest points up to this many. */
@@ -147,6 +147,8 @@ export function Metrics() {
             series={series}
             unit={unit ? ` ${unit}` : ""}
             height={260}
+            spanGaps
+            xRange={[Date.now() / 1000 - rangeSeconds(range), Date.now() / 1000]}
           />
           {rows.length === MAX_POINTS && (
             <p class="muted small">Only the newest {MAX_POINTS} points are drawn; pick a shorter range.</p>
