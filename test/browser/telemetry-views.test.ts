@@ -174,6 +174,38 @@ describe("telemetry views (Chromium)", () => {
     await context.close();
   });
 
+  it("logs: the live tail pauses while the reader scrolls down and catches up at the top", {
+    timeout: 90_000,
+  }, async () => {
+    const service = `bulk-${hex(3)}`;
+    await sendLogs(
+      service,
+      Array.from({ length: 60 }, (_, i) => ({
+        body: `bulk line ${i}`,
+        severity: ["INFO", 9] as [string, number],
+      })),
+    );
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await signIn(context, `/logs?service=${service}&live=1`);
+    await expect.poll(() => logRows(page).count(), { timeout: 20_000 }).toBe(60);
+    await page.getByText("Live tail: new records appear").waitFor();
+
+    await page.mouse.move(640, 500);
+    await page.mouse.wheel(0, 1500);
+    await page.getByText("Live tail paused while you read older rows").waitFor();
+    const marker = `while scrolled ${hex(4)}`;
+    await sendLogs(service, [{ body: marker, severity: ["ERROR", 17] }]);
+    await page.waitForTimeout(6000);
+    expect(await logRows(page).filter({ hasText: marker }).count()).toBe(0);
+
+    await page.mouse.wheel(0, -5000);
+    await page.getByText("Live tail: new records appear").waitFor();
+    await logRows(page).filter({ hasText: marker }).waitFor({ timeout: 20_000 });
+    expect(await logRows(page).first().innerText()).toContain(marker);
+    expect(await logRows(page).count()).toBe(61);
+    await context.close();
+  });
+
   it("traces: the list links to a waterfall of 3 nested bars with the error span marked", {
     timeout: 90_000,
   }, async () => {
@@ -361,11 +393,12 @@ describe("telemetry views (Chromium)", () => {
     timeout: 120_000,
   }, async () => {
     const findings: string[] = [];
-    for (const viewport of [
-      { width: 1280, height: 800 },
-      { width: 390, height: 844 },
-    ]) {
-      const context = await browser.newContext({ viewport });
+    for (const [viewport, theme] of [
+      [{ width: 1280, height: 800 }, "light"],
+      [{ width: 1280, height: 800 }, "dark"],
+      [{ width: 390, height: 844 }, "dark"],
+    ] as const) {
+      const context = await browser.newContext({ viewport, colorScheme: theme });
       const page = await signIn(context, "/");
       for (const [label, p] of [
         ["Logs", "/logs"],
@@ -384,7 +417,7 @@ describe("telemetry views (Chromium)", () => {
         );
         expect(overflow, `${p} at ${viewport.width}px overflows by ${overflow}px`).toBeLessThanOrEqual(1);
         for (const v of await seriousA11yViolations(page)) {
-          findings.push(`${p} ${viewport.width}px: ${v.id} ${v.help} ${JSON.stringify(v.nodes)}`);
+          findings.push(`${p} ${theme} ${viewport.width}px: ${v.id} ${v.help} ${JSON.stringify(v.nodes)}`);
         }
       }
       await context.close();

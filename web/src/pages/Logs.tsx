@@ -209,7 +209,15 @@ export function Logs() {
               key: "timestamp",
               label: "Time",
               render: (r) => (
-                <button type="button" class="link" onClick={() => setSelected(r)}>
+                <button
+                  type="button"
+                  class="link"
+                  onClick={(e) => {
+                    // The row's own click handler would toggle it closed again.
+                    e.stopPropagation();
+                    setSelected(r);
+                  }}
+                >
                   {when(r.timestamp)}
                 </button>
               ),
@@ -236,36 +244,41 @@ export function Logs() {
 
 function LogDetail(props: { row: Row; onClose: () => void }) {
   const r = props.row;
+  const box = useRef<HTMLDivElement>(null);
+  // The detail sits above the table; a row clicked far down would open it out of sight.
+  useEffect(() => box.current?.scrollIntoView({ block: "nearest" }), [r.id]);
   return (
-    <Card title="Log record" wide>
-      <dl class="kv">
-        <dt>Time</dt>
-        <dd>{when(r.timestamp)}</dd>
-        <dt>Severity</dt>
-        <dd>{text(r.severity_text ?? r.severity_number)}</dd>
-        <dt>Service</dt>
-        <dd>{text(r.service_name)}</dd>
-        <dt>Host / source</dt>
-        <dd>
-          {text(r.host)} · {text(r.source)} {r.source_ip ? `(${text(r.source_ip)})` : ""}
-        </dd>
-        <dt>Trace</dt>
-        <dd>
-          {typeof r.trace_id === "string" && r.trace_id ? (
-            <a href={`/traces/${encodeURIComponent(r.trace_id)}`}>View trace {r.trace_id}</a>
-          ) : (
-            "—"
-          )}
-        </dd>
-      </dl>
-      <p>{text(r.body)}</p>
-      <h3>Attributes</h3>
-      <pre class="code">{JSON.stringify(r.attributes ?? {}, null, 2)}</pre>
-      <h3>Resource</h3>
-      <pre class="code">{JSON.stringify(r.resource_attributes ?? {}, null, 2)}</pre>
-      <button type="button" onClick={props.onClose}>
-        Close
-      </button>
-    </Card>
+    <div ref={box}>
+      <Card title="Log record" wide>
+        <dl class="kv">
+          <dt>Time</dt>
+          <dd>{when(r.timestamp)}</dd>
+          <dt>Severity</dt>
+          <dd>{text(r.severity_text ?? r.severity_number)}</dd>
+          <dt>Service</dt>
+          <dd>{text(r.service_name)}</dd>
+          <dt>Host / source</dt>
+          <dd>
+            {text(r.host)} · {text(r.source)} {r.source_ip ? `(${text(r.source_ip)})` : ""}
+          </dd>
+          <dt>Trace</dt>
+          <dd>
+            {typeof r.trace_id === "string" && r.trace_id ? (
+              <a href={`/traces/${encodeURIComponent(r.trace_id)}`}>View trace {r.trace_id}</a>
+            ) : (
+              "—"
+            )}
+          </dd>
+        </dl>
+        <p>{text(r.body)}</p>
+        <h3>Attributes</h3>
+        <pre class="code">{JSON.stringify(r.attributes ?? {}, null, 2)}</pre>
+        <h3>Resource</h3>
+        <pre class="code">{JSON.stringify(r.resource_attributes ?? {}, null, 2)}</pre>
+        <button type="button" onClick={props.onClose}>
+          Close
+        </button>
+      </Card>
+    </div>
   );
 }
