@@ -1,5 +1,8 @@
 /** Shared by the logs, traces and metrics pages: time ranges, severities, SRQL quoting. */
 
+import { srql } from "./api.ts";
+import { usePoll } from "./hooks.ts";
+
 export const TIME_RANGES: Array<[string, string, number]> = [
   ["15m", "Last 15 minutes", 15 * 60],
   ["1h", "Last hour", 3600],
@@ -59,4 +62,31 @@ export function severityTone(n: unknown): string {
 /** A value as one SRQL token: always quoted, so spaces, colons and quotes stay inside it. */
 export function srqlQuote(v: string): string {
   return `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
+
+/**
+ * A free-text service filter (form field `service`) that suggests the names seen in the last
+ * 7 days; `entity` and `field` name the SRQL grouping that lists them.
+ */
+export function ServiceInput(props: { label: string; entity: string; field: string; value: string }) {
+  const names = usePoll(() => srql(`in:${props.entity} time:last_7d by:${props.field} limit:200`), 60_000, [
+    props.entity,
+    props.field,
+  ]);
+  const list = `${props.entity}-services`;
+  const options = (names.data?.results ?? [])
+    .map((r) => r[props.field])
+    .filter((s): s is string => typeof s === "string" && s !== "");
+  return (
+    <>
+      <label>
+        {props.label} <input name="service" list={list} defaultValue={props.value} size={14} />
+      </label>
+      <datalist id={list}>
+        {options.map((s) => (
+          <option key={s} value={s} />
+        ))}
+      </datalist>
+    </>
+  );
 }

@@ -1,10 +1,10 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiError, type Row, srql, v2 } from "../api.ts";
+import { ApiError, type Row, v2 } from "../api.ts";
 import { DataTable } from "../components/Table.tsx";
 import { Badge, Card, ErrorNote } from "../components/Ui.tsx";
 import { text, when } from "../format.ts";
-import { usePoll, useUrlState } from "../hooks.ts";
-import { RangeSelect, SEVERITIES, severityTone, sinceIso } from "../telemetry.tsx";
+import { useUrlState } from "../hooks.ts";
+import { RangeSelect, SEVERITIES, ServiceInput, severityTone, sinceIso } from "../telemetry.tsx";
 
 const PAGE = 100;
 /** Rows kept on screen while tailing; older ones drop off the bottom. */
@@ -63,7 +63,6 @@ export function Logs() {
   const newest = useRef<string | undefined>(undefined);
   const top = useRef<HTMLDivElement>(null);
   const away = useScrolledAway(top);
-  const services = usePoll(() => srql("in:logs time:last_7d by:service_name limit:200"), 0, []);
 
   useEffect(() => {
     let alive = true;
@@ -101,7 +100,9 @@ export function Logs() {
           });
           if (!alive) return;
           const fresh = page.rows.filter((r) => !seen.current.has(r.id));
-          for (const r of fresh) seen.current.add(r.id);
+          // The next window starts no earlier than this one, so only this page's ids can repeat:
+          // the set stays one page big however long the tail runs.
+          seen.current = new Set(page.rows.map((r) => r.id));
           newest.current = newestCreated(page.rows, newest.current);
           if (fresh.length > 0) setRows((old) => [...fresh, ...(old ?? [])].slice(0, KEEP));
           setError(undefined);
@@ -117,10 +118,6 @@ export function Logs() {
       if (timer) clearTimeout(timer);
     };
   }, [tailing, key]);
-
-  const serviceNames = (services.data?.results ?? [])
-    .map((r) => r.service_name)
-    .filter((s): s is string => typeof s === "string" && s !== "");
 
   return (
     <>
@@ -149,14 +146,7 @@ export function Logs() {
             placeholder="Text in the message"
             defaultValue={q.text ?? ""}
           />
-          <label>
-            Service <input name="service" list="log-services" defaultValue={q.service ?? ""} size={14} />
-          </label>
-          <datalist id="log-services">
-            {serviceNames.map((s) => (
-              <option key={s} value={s} />
-            ))}
-          </datalist>
+          <ServiceInput label="Service" entity="logs" field="service_name" value={q.service ?? ""} />
           <button type="submit">Search</button>
           <label>
             Severity{" "}

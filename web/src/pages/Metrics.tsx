@@ -4,7 +4,7 @@ import { DataTable } from "../components/Table.tsx";
 import { ErrorNote } from "../components/Ui.tsx";
 import { text } from "../format.ts";
 import { usePoll, useUrlState } from "../hooks.ts";
-import { RangeSelect, rangeSeconds, srqlQuote } from "../telemetry.tsx";
+import { RangeSelect, rangeSeconds, ServiceInput, srqlQuote } from "../telemetry.tsx";
 
 type R = Record<string, unknown>;
 /** SRQL's own row cap; a longer range shows its newest points up to this many. */
@@ -113,9 +113,12 @@ export function Metrics() {
               ))}
             </select>
           </label>
-          <label>
-            Service <input name="service" defaultValue={q.service ?? ""} size={14} />
-          </label>
+          <ServiceInput
+            label="Service"
+            entity="otel_metric_points"
+            field="service_name"
+            value={q.service ?? ""}
+          />
           <label>
             Attribute{" "}
             <input

@@ -5,7 +5,7 @@ import { Badge, Card, ErrorNote } from "../components/Ui.tsx";
 import { isErrorSpan, Waterfall } from "../components/Waterfall.tsx";
 import { ms, text, when } from "../format.ts";
 import { usePoll, useUrlState } from "../hooks.ts";
-import { RangeSelect, sinceIso } from "../telemetry.tsx";
+import { RangeSelect, ServiceInput, sinceIso } from "../telemetry.tsx";
 
 const LIMIT = 100;
 /** OTLP SpanKind numbers. */
@@ -45,9 +45,12 @@ export function Traces() {
             });
           }}
         >
-          <label>
-            Root service <input name="service" defaultValue={q.service ?? ""} size={14} />
-          </label>
+          <ServiceInput
+            label="Root service"
+            entity="otel_trace_summaries"
+            field="root_service_name"
+            value={q.service ?? ""}
+          />
           <label>
             Slower than (ms){" "}
             <input name="min_ms" type="number" min="0" step="any" defaultValue={q.min_ms ?? ""} size={6} />
