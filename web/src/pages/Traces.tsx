@@ -2,9 +2,10 @@ import { useState } from "preact/hooks";
 import { type Row, v2 } from "../api.ts";
 import { DataTable } from "../components/Table.tsx";
 import { Badge, Card, ErrorNote } from "../components/Ui.tsx";
-import { isErrorSpan, Waterfall } from "../components/Waterfall.tsx";
+import { Waterfall } from "../components/Waterfall.tsx";
 import { ms, text, when } from "../format.ts";
 import { usePoll, useUrlState } from "../hooks.ts";
+import { isErrorSpan } from "../span-tree.ts";
 import { RangeSelect, ServiceInput, sinceIso } from "../telemetry.tsx";
 
 const LIMIT = 100;
