@@ -255,6 +255,10 @@ describe("telemetry views (Chromium)", () => {
         },
       ],
     });
+    await sendLogs("storefront", [
+      { body: "cart query deadlocked, retrying", severity: ["ERROR", 17], traceId },
+      { body: "unrelated storefront line", severity: ["ERROR", 17] },
+    ]);
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await signIn(context, "/traces");
     const row = page.locator("tbody tr").filter({ hasText: "GET /cart" });
@@ -309,6 +313,12 @@ describe("telemetry views (Chromium)", () => {
     expect(await detail.locator("pre").first().innerText()).toContain('"db.system": "postgresql"');
     expect(await shownErrors(page)).toEqual([]);
     await screenshot(page, "trace-waterfall");
+
+    // The trace's own logs, and only those.
+    await page.getByRole("link", { name: "Logs of this trace" }).click();
+    await page.waitForURL(/\/logs\?trace=/);
+    await logRows(page).filter({ hasText: "cart query deadlocked" }).waitFor();
+    expect(await logRows(page).count()).toBe(1);
     await context.close();
   });
 
