@@ -68,6 +68,57 @@ function sendLogs(
   });
 }
 
+/** A 3-span trace: GET /cart → load cart → SELECT cart_items (the last one failed). */
+async function sendCartTrace() {
+  const traceId = hex(16);
+  const [root, child, grandchild] = [hex(8), hex(8), hex(8)];
+  const t0 = nowNanos();
+  const ms = (n: number) => String(t0 + BigInt(n) * 1_000_000n);
+  await otlp("traces", {
+    resourceSpans: [
+      {
+        resource: { attributes: attrs({ "service.name": "storefront" }) },
+        scopeSpans: [
+          {
+            spans: [
+              {
+                traceId,
+                spanId: root,
+                name: "GET /cart",
+                kind: 2,
+                startTimeUnixNano: ms(0),
+                endTimeUnixNano: ms(200),
+                attributes: attrs({ "http.route": "/cart" }),
+              },
+              {
+                traceId,
+                spanId: child,
+                parentSpanId: root,
+                name: "load cart",
+                kind: 1,
+                startTimeUnixNano: ms(20),
+                endTimeUnixNano: ms(120),
+              },
+              {
+                traceId,
+                spanId: grandchild,
+                parentSpanId: child,
+                name: "SELECT cart_items",
+                kind: 3,
+                startTimeUnixNano: ms(40),
+                endTimeUnixNano: ms(100),
+                status: { code: 2, message: "deadlock detected" },
+                attributes: attrs({ "db.system": "postgresql" }),
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  });
+  return { traceId, root, child, grandchild };
+}
+
 async function signIn(context: BrowserContext, returnTo: string): Promise<Page> {
   const page = await context.newPage();
   page.on("pageerror", (e) => pageErrors.push(`${page.url()}: ${e.message}`));
@@ -209,52 +260,7 @@ describe("telemetry views (Chromium)", () => {
   it("traces: the list links to a waterfall of 3 nested bars with the error span marked", {
     timeout: 90_000,
   }, async () => {
-    const traceId = hex(16);
-    const [root, child, grandchild] = [hex(8), hex(8), hex(8)];
-    const t0 = nowNanos();
-    const ms = (n: number) => String(t0 + BigInt(n) * 1_000_000n);
-    await otlp("traces", {
-      resourceSpans: [
-        {
-          resource: { attributes: attrs({ "service.name": "storefront" }) },
-          scopeSpans: [
-            {
-              spans: [
-                {
-                  traceId,
-                  spanId: root,
-                  name: "GET /cart",
-                  kind: 2,
-                  startTimeUnixNano: ms(0),
-                  endTimeUnixNano: ms(200),
-                  attributes: attrs({ "http.route": "/cart" }),
-                },
-                {
-                  traceId,
-                  spanId: child,
-                  parentSpanId: root,
-                  name: "load cart",
-                  kind: 1,
-                  startTimeUnixNano: ms(20),
-                  endTimeUnixNano: ms(120),
-                },
-                {
-                  traceId,
-                  spanId: grandchild,
-                  parentSpanId: child,
-                  name: "SELECT cart_items",
-                  kind: 3,
-                  startTimeUnixNano: ms(40),
-                  endTimeUnixNano: ms(100),
-                  status: { code: 2, message: "deadlock detected" },
-                  attributes: attrs({ "db.system": "postgresql" }),
-                },
-              ],
-            },
-          ],
-        },
-      ],
-    });
+    const { traceId, root, child, grandchild } = await sendCartTrace();
     await sendLogs("storefront", [
       { body: "cart query deadlocked, retrying", severity: ["ERROR", 17], traceId },
       { body: "unrelated storefront line", severity: ["ERROR", 17] },
@@ -399,9 +405,10 @@ describe("telemetry views (Chromium)", () => {
     await context.close();
   });
 
-  it("the three pages are reachable from the nav, fit a phone, and pass axe", {
-    timeout: 120_000,
+  it("the three pages (and a waterfall) are reachable, fit a phone, and pass axe", {
+    timeout: 150_000,
   }, async () => {
+    const { traceId } = await sendCartTrace();
     const findings: string[] = [];
     for (const [viewport, theme] of [
       [{ width: 1280, height: 800 }, "light"],
@@ -414,8 +421,9 @@ describe("telemetry views (Chromium)", () => {
         ["Logs", "/logs"],
         ["Traces", "/traces"],
         ["Metrics", "/otel-metrics"],
-      ] as const) {
-        if (viewport.width > 600) {
+        [`Trace ${traceId}`, `/traces/${traceId}`],
+      ] as Array<[string, string]>) {
+        if (viewport.width > 600 && !p.startsWith("/traces/")) {
           await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: label }).click();
           await page.waitForURL((u) => u.pathname === p);
         } else await page.goto(`${server.url}${p}`);
@@ -426,6 +434,10 @@ describe("telemetry views (Chromium)", () => {
           await page.evaluate("document.documentElement.scrollWidth - window.innerWidth"),
         );
         expect(overflow, `${p} at ${viewport.width}px overflows by ${overflow}px`).toBeLessThanOrEqual(1);
+        await screenshot(
+          page,
+          `${p.split("/")[1]}${p.startsWith("/traces/") ? "-detail" : ""}-${theme}-${viewport.width}`,
+        );
         for (const v of await seriousA11yViolations(page)) {
           findings.push(`${p} ${theme} ${viewport.width}px: ${v.id} ${v.help} ${JSON.stringify(v.nodes)}`);
         }

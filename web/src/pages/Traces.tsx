@@ -132,7 +132,7 @@ export function TraceDetail(props: { params?: { id?: string } }) {
         <a href="/traces">← Traces</a>
       </p>
       <div class="page-head">
-        <h1>Trace {id}</h1>
+        <h1 class="long-id">Trace {id}</h1>
         <a href={`/logs?trace=${encodeURIComponent(id)}&range=7d`}>Logs of this trace</a>
       </div>
       <ErrorNote error={spans.error} />
