@@ -11,6 +11,11 @@ export const TIME_RANGES: Array<[string, string, number]> = [
   ["7d", "Last 7 days", 7 * 86400],
 ];
 
+/** The URL's range if it is one of ours, else the fallback. */
+export function rangeKey(key: string | undefined, fallback = "1h"): string {
+  return TIME_RANGES.some(([k]) => k === key) ? (key as string) : fallback;
+}
+
 export function rangeSeconds(key: string | undefined, fallback = "1h"): number {
   const hit = TIME_RANGES.find(([k]) => k === (key ?? fallback)) ?? TIME_RANGES.find(([k]) => k === fallback);
   return hit?.[2] ?? 3600;
@@ -57,11 +62,6 @@ export function severityTone(n: unknown): string {
   if (v >= 13) return "warning";
   if (v >= 9) return "info";
   return "inactive";
-}
-
-/** A value as one SRQL token: always quoted, so spaces, colons and quotes stay inside it. */
-export function srqlQuote(v: string): string {
-  return `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
 /**

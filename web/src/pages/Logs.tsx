@@ -4,7 +4,7 @@ import { DataTable } from "../components/Table.tsx";
 import { Badge, Card, ErrorNote } from "../components/Ui.tsx";
 import { text, when } from "../format.ts";
 import { useUrlState } from "../hooks.ts";
-import { RangeSelect, SEVERITIES, ServiceInput, severityTone, sinceIso } from "../telemetry.tsx";
+import { RangeSelect, rangeKey, SEVERITIES, ServiceInput, severityTone, sinceIso } from "../telemetry.tsx";
 
 const PAGE = 100;
 /** Rows kept on screen while tailing; older ones drop off the bottom. */
@@ -159,7 +159,7 @@ export function Logs() {
               ))}
             </select>
           </label>
-          <RangeSelect value={q.range ?? "1h"} onChange={(range) => setQ({ range })} />
+          <RangeSelect value={rangeKey(q.range)} onChange={(range) => setQ({ range })} />
           <label class="check">
             <input
               type="checkbox"

@@ -6,7 +6,7 @@ import { Waterfall } from "../components/Waterfall.tsx";
 import { ms, text, when } from "../format.ts";
 import { usePoll, useUrlState } from "../hooks.ts";
 import { isErrorSpan } from "../span-tree.ts";
-import { RangeSelect, ServiceInput, sinceIso } from "../telemetry.tsx";
+import { RangeSelect, rangeKey, ServiceInput, sinceIso } from "../telemetry.tsx";
 
 const LIMIT = 100;
 /** OTLP SpanKind numbers. */
@@ -65,7 +65,7 @@ export function Traces() {
             />{" "}
             With errors only
           </label>
-          <RangeSelect value={q.range ?? "1h"} onChange={(range) => setQ({ range })} />
+          <RangeSelect value={rangeKey(q.range)} onChange={(range) => setQ({ range })} />
         </form>
       </search>
       <ErrorNote error={list.error} />
