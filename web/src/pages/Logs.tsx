@@ -192,7 +192,11 @@ export function Logs() {
           caption="Log records"
           rows={rows}
           selected={selected?.id}
-          onRowClick={(r) => setSelected(r.id === selected?.id ? undefined : r)}
+          onRowClick={(r) => {
+            // Selecting a message's text to copy it is not a request for its detail.
+            if (getSelection()?.toString()) return;
+            setSelected(r.id === selected?.id ? undefined : r);
+          }}
           empty="No log records match."
           columns={[
             {
