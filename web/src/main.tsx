@@ -8,12 +8,15 @@ import { CheckDetail, CheckEdit, Checks } from "./pages/Checks.tsx";
 import { Dashboards, DashboardView } from "./pages/Dashboards.tsx";
 import { DeviceDetail, Devices } from "./pages/Devices.tsx";
 import { Fleet } from "./pages/Fleet.tsx";
+import { Logs } from "./pages/Logs.tsx";
+import { Metrics } from "./pages/Metrics.tsx";
 import { NotFound } from "./pages/NotFound.tsx";
 import { Overview } from "./pages/Overview.tsx";
 import { Profiles } from "./pages/Profiles.tsx";
 import { QueryExplorer } from "./pages/Query.tsx";
 import { Rules } from "./pages/Rules.tsx";
 import { ApiCredentials, Settings, Users } from "./pages/Settings.tsx";
+import { TraceDetail, Traces } from "./pages/Traces.tsx";
 import { SessionContext } from "./session.ts";
 import { applyTheme, storedTheme } from "./theme.ts";
 import "./styles.css";
@@ -47,6 +50,10 @@ function App() {
             <Route path="/checks/:id" component={CheckDetail} />
             <Route path="/alerts" component={Alerts} />
             <Route path="/alerts/:id" component={AlertDetail} />
+            <Route path="/logs" component={Logs} />
+            <Route path="/traces" component={Traces} />
+            <Route path="/traces/:id" component={TraceDetail} />
+            <Route path="/otel-metrics" component={Metrics} />
             <Route path="/query" component={QueryExplorer} />
             <Route path="/fleet" component={Fleet} />
             <Route path="/rules" component={Rules} />

@@ -31,6 +31,10 @@ export const CONSOLE_PAGES = [
   "/checks",
   "/alerts",
   "/query",
+  "/logs",
+  "/traces",
+  // Not /metrics: that is the Prometheus scrape endpoint (src/ops/metrics.ts).
+  "/otel-metrics",
   "/fleet",
   "/rules",
   "/dashboards",

@@ -30,8 +30,19 @@ export function TimeChart(props: {
   unit?: string;
   title: string;
   sparkline?: boolean;
+  /** Fixed x extent in unix seconds (the chosen time range); default: the data's own extent. */
+  xRange?: [number, number];
+  /**
+   * Draw lines across x values where a series has no sample. Series that are sampled at their
+   * own instants (OTLP points) need it; a null in a check's history is a real gap.
+   */
+  spanGaps?: boolean;
 }) {
   const box = useRef<HTMLDivElement>(null);
+  // Read at draw time, so a range that follows the clock needs no re-creation of the plot.
+  const xRange = useRef(props.xRange);
+  xRange.current = props.xRange;
+  const fixedX = props.xRange !== undefined;
   const plot = useRef<uPlot | undefined>(undefined);
   const { series, height = 180, unit = "", sparkline = false, title } = props;
   const key = series.map((s) => s.label).join("\u0000");
@@ -63,10 +74,14 @@ export function TimeChart(props: {
           label: s.label,
           stroke: cssVar(PALETTE[i % PALETTE.length] ?? "--chart-1") || "#1f6feb",
           width: sparkline ? 1.5 : 2,
-          spanGaps: false,
+          spanGaps: props.spanGaps ?? false,
         })),
       ],
-      scales: { x: { time: true } },
+      scales: {
+        x: fixedX
+          ? { time: true, range: (_u, min, max): uPlot.Range.MinMax => xRange.current ?? [min, max] }
+          : { time: true },
+      },
     };
     plot.current = new uPlot(opts, align(series), el);
     const ro = new ResizeObserver(() =>
@@ -78,7 +93,7 @@ export function TimeChart(props: {
       plot.current?.destroy();
       plot.current = undefined;
     };
-  }, [key, height, sparkline, unit]);
+  }, [key, height, sparkline, unit, fixedX, props.spanGaps]);
 
   useEffect(() => {
     plot.current?.setData(align(series));

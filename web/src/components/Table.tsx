@@ -17,6 +17,10 @@ export function DataTable<T extends { id?: unknown }>(props: {
   empty?: string;
   caption: string;
   rowKey?: (row: T, i: number) => string;
+  /** Mouse convenience only: give the row a button or link too, for the keyboard. */
+  onRowClick?: (row: T) => void;
+  /** Key (as rowKey gives it) of the row to mark as selected. */
+  selected?: string;
 }) {
   const { columns, rows, sort, onSort, caption } = props;
   const desc = sort?.startsWith("-") ?? false;
@@ -65,15 +69,26 @@ export function DataTable<T extends { id?: unknown }>(props: {
               </td>
             </tr>
           ) : (
-            rows.map((r, i) => (
-              <tr key={props.rowKey ? props.rowKey(r, i) : String(r.id ?? i)}>
-                {columns.map((c) => (
-                  <td key={c.key} class={c.numeric ? "num" : undefined}>
-                    {c.render ? c.render(r) : fallback((r as Record<string, unknown>)[c.key])}
-                  </td>
-                ))}
-              </tr>
-            ))
+            rows.map((r, i) => {
+              const key = props.rowKey ? props.rowKey(r, i) : String(r.id ?? i);
+              const click = props.onRowClick;
+              return (
+                <tr
+                  key={key}
+                  class={
+                    [click ? "clickable" : "", props.selected === key ? "selected" : ""].join(" ").trim() ||
+                    undefined
+                  }
+                  onClick={click ? () => click(r) : undefined}
+                >
+                  {columns.map((c) => (
+                    <td key={c.key} class={c.numeric ? "num" : undefined}>
+                      {c.render ? c.render(r) : fallback((r as Record<string, unknown>)[c.key])}
+                    </td>
+                  ))}
+                </tr>
+              );
+            })
           )}
         </tbody>
       </table>
