@@ -27,6 +27,9 @@ export const FORWARDABLE: ReadonlySet<string> = new Set([
   "query",
   "devices",
   "notifications",
+  "checks",
+  // Trusted publisher keys live in the database; publish/enable/disable talk HTTP anyway.
+  "dashboard",
   // A consistent backup from the server's own open database (issue 19). Never restore or
   // db copy: they replace or read a whole database and need the server stopped.
   "backup",
