@@ -73,8 +73,8 @@ export async function listPartitions(db: Queryable, table: string): Promise<Tabl
   // The bound's text uses the session's own timestamp format, so casting it back is exact.
   const rows = await db.many<{ name: string; bound: string; from: Date | null; to: Date | null }>(sql`
     SELECT c.relname AS name, b.bound,
-      substring(b.bound FROM 'FROM \(''([^'']+)''\)')::timestamptz AS "from",
-      substring(b.bound FROM 'TO \(''([^'']+)''\)')::timestamptz AS "to"
+      substring(b.bound FROM 'FROM \\(''([^'']+)''\\)')::timestamptz AS "from",
+      substring(b.bound FROM 'TO \\(''([^'']+)''\\)')::timestamptz AS "to"
     FROM pg_inherits i
     JOIN pg_class c ON c.oid = i.inhrelid
     JOIN pg_class p ON p.oid = i.inhparent
