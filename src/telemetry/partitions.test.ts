@@ -170,6 +170,7 @@ describe("migration 0320 on a database with telemetry", () => {
       { timestamp: at(0), body: "today", severity_text: "INFO", attributes: { k: 1 } },
       { timestamp: at(-1, -1), body: "yesterday" },
       { timestamp: at(-200), body: "old" },
+      { timestamp: at(-10, 3), body: "last week" },
     ]);
     await insertServiceStatus(db, [
       { timestamp: at(1), service_name: "s", service_type: "tcp", available: false, status: "failed" },
@@ -187,7 +188,10 @@ describe("migration 0320 on a database with telemetry", () => {
     expect(await indexes()).toEqual(before);
     expect(await home(db, "logs", ids[0] as string)).toBe(dayName("logs", at(0)));
     expect(await home(db, "logs", ids[1] as string)).toBe(dayName("logs", at(-1)));
+    // History of the last 92 days gets its own days (droppable); older rows go to DEFAULT.
     expect(await home(db, "logs", ids[2] as string)).toBe("logs_default");
+    expect(await home(db, "logs", ids[3] as string)).toBe(dayName("logs", at(-10)));
+    expect((await listPartitions(db, "logs")).filter((p) => !p.isDefault).length).toBe(5);
     const row = await db.one<{ body: string; severity_text: string; attributes: unknown }>(
       sql`SELECT body, severity_text, attributes FROM logs WHERE id = ${ids[0]}`,
     );

@@ -70,7 +70,10 @@ END $$;
 
 -- Convert a plain table to daily range partitions on `col`: same columns, defaults, checks and
 -- secondary indexes; primary key (id, col); a DEFAULT partition; daily partitions for today-1
--- through today+2 (UTC); the rows copied over. Idempotent: a partitioned table is left alone.
+-- through today+2 (UTC) and for every earlier day of the last 92 that holds rows; the rows
+-- copied over. The existing history gets its own days so that it can be dropped by retention
+-- and DEFAULT starts small: creating a partition scans DEFAULT under a lock on the parent.
+-- Idempotent: a partitioned table is left alone.
 CREATE OR REPLACE FUNCTION netmon_partition_by_day(tbl text, col text) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -81,6 +84,7 @@ DECLARE
   pk text;
   d text;
   cols text;
+  day date;
   today date := (now() AT TIME ZONE 'UTC')::date;
 BEGIN
   IF oid_ IS NULL OR EXISTS (SELECT 1 FROM pg_partitioned_table WHERE partrelid = oid_) THEN
@@ -108,6 +112,13 @@ BEGIN
   EXECUTE format('CREATE TABLE %I PARTITION OF %I DEFAULT', tbl || '_default', tbl);
   FOR i IN -1..2 LOOP
     PERFORM netmon_ensure_daily_partition(tbl, today + i);
+  END LOOP;
+  FOR day IN EXECUTE format(
+    'SELECT DISTINCT (%I AT TIME ZONE ''UTC'')::date FROM %I WHERE %I >= %L AND %I < %L',
+    col, old, col, to_char(today - 92, 'YYYY-MM-DD') || ' 00:00:00+00',
+    col, to_char(today - 1, 'YYYY-MM-DD') || ' 00:00:00+00')
+  LOOP
+    PERFORM netmon_ensure_daily_partition(tbl, day);
   END LOOP;
   SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) INTO cols
   FROM pg_attribute
