@@ -1,5 +1,6 @@
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../../test/helpers/database.ts";
+import { createTestDatabase, testBackend } from "../../test/helpers/database.ts";
 import type { Db } from "../storage/db.ts";
 import { loadMigrations, migrate } from "../storage/migrate.ts";
 import { sql } from "../storage/sql.ts";
@@ -204,5 +205,46 @@ describe("migration 0320 on a database with telemetry", () => {
     const [fresh] = await insertLogs(db, [{ timestamp: at(0), body: "after" }]);
     const f = await db.one<{ partition: string }>(sql`SELECT "partition" FROM logs WHERE id = ${fresh}`);
     expect(f?.partition).toBe("default");
+  });
+});
+
+describe.runIf(testBackend() === "postgres")("dropping a partition of a busy table (PostgreSQL)", () => {
+  let db: Db;
+  let other: pg.Client;
+  beforeAll(async () => {
+    const t = await createTestDatabase();
+    db = t.db;
+    other = new pg.Client({ connectionString: t.url ?? "" });
+    await other.connect();
+  });
+  afterAll(async () => {
+    await other?.end();
+    await db?.close();
+  });
+
+  it("gives up after the lock timeout instead of stalling the table, and the batches still purge", async () => {
+    const fast = { lockTimeoutMs: 200 };
+    await ensureTelemetryPartitions(db, at(-50), 0);
+    await insertLogs(db, [{ timestamp: at(-50), body: "busy day" }]);
+    // A long reader of the parent: DROP needs ACCESS EXCLUSIVE and would queue behind it.
+    await other.query("BEGIN");
+    await other.query("SELECT count(*) FROM logs");
+    try {
+      expect(await dropExpiredPartitions(db, "logs", at(-30), fast)).toBe(0);
+      expect((await listPartitions(db, "logs")).map((p) => p.name)).toContain(dayName("logs", at(-50)));
+      // The row goes anyway, deleted in batches (the DELETE needs no lock the reader holds).
+      const purged = await purgeExpiredTelemetry(
+        db,
+        at(0),
+        { metricsDays: 7, rollupDays: 90, logDays: 30 },
+        fast,
+      );
+      expect(purged.logs).toBe(1);
+    } finally {
+      await other.query("ROLLBACK");
+    }
+    // Once the reader is gone the empty day is dropped (no rows left to report).
+    expect(await dropExpiredPartitions(db, "logs", at(-30))).toBe(0);
+    expect((await listPartitions(db, "logs")).map((p) => p.name)).not.toContain(dayName("logs", at(-50)));
   });
 });

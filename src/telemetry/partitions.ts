@@ -29,6 +29,8 @@ export const PARTITIONED_TABLES: readonly { table: string; column: string }[] = 
 export const PARTITION_DAYS_AHEAD = 3;
 
 const DAY_MS = 86_400_000;
+/** How long a drop waits for its table's lock before leaving the partition to the next pass. */
+export const DROP_LOCK_TIMEOUT_MS = 5_000;
 
 /** The UTC day of `t` as YYYY-MM-DD (a `date` literal). */
 function utcDay(t: Date): string {
@@ -89,14 +91,22 @@ export async function listPartitions(db: Queryable, table: string): Promise<Tabl
  * Drop every daily partition of `table` whose whole range ends at or before `cutoff`; returns
  * the rows they held. Rows are counted before the drop (an index-only count of a settled day)
  * so retention keeps reporting rows per table. A partition whose parent is busy for more than
- * a few seconds is left for the next pass; the caller's batched delete covers its rows.
+ * `lockTimeoutMs` is left for the next pass; the caller's batched delete covers its rows.
  */
-export async function dropExpiredPartitions(db: Queryable, table: string, cutoff: Date): Promise<number> {
+export async function dropExpiredPartitions(
+  db: Queryable,
+  table: string,
+  cutoff: Date,
+  opts: { lockTimeoutMs?: number } = {},
+): Promise<number> {
+  const wait = opts.lockTimeoutMs ?? DROP_LOCK_TIMEOUT_MS;
   let rows = 0;
   for (const p of await listPartitions(db, table)) {
     if (p.isDefault || p.to === null || p.to.getTime() > cutoff.getTime()) continue;
     const n = await db.one<{ n: string }>(sql`SELECT count(*)::text AS n FROM ${ident(p.name)}`);
-    const dropped = await db.one<{ ok: boolean }>(sql`SELECT netmon_drop_partition(${p.name}) AS ok`);
+    const dropped = await db.one<{ ok: boolean }>(
+      sql`SELECT netmon_drop_partition(${p.name}, ${wait}::int) AS ok`,
+    );
     if (dropped?.ok) rows += Number(n?.n ?? 0);
   }
   return rows;

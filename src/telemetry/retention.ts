@@ -58,7 +58,7 @@ export async function purgeExpiredTelemetry(
   db: Queryable,
   now: Date,
   retention: RetentionDays,
-  opts: { batchSize?: number; maxBatches?: number } = {},
+  opts: { batchSize?: number; maxBatches?: number; lockTimeoutMs?: number } = {},
 ): Promise<Record<string, number>> {
   const batch = opts.batchSize ?? 5_000;
   const maxBatches = opts.maxBatches ?? 200;
@@ -66,7 +66,7 @@ export async function purgeExpiredTelemetry(
   const partitioned = new Set(PARTITIONED_TABLES.map((p) => p.table));
   for (const t of RETAINED_TABLES) {
     const cutoff = new Date(now.getTime() - days(retention, t.class) * DAY_MS);
-    let total = partitioned.has(t.table) ? await dropExpiredPartitions(db, t.table, cutoff) : 0;
+    let total = partitioned.has(t.table) ? await dropExpiredPartitions(db, t.table, cutoff, opts) : 0;
     for (let i = 0; i < maxBatches; i++) {
       // The oldest rows first through the time index; (id, time) is unique on every retained
       // table, and the time bound on the outer DELETE prunes it to the expired partitions.

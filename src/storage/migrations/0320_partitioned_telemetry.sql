@@ -55,13 +55,14 @@ BEGIN
   RETURN true;
 END $$;
 
--- Drop one expired partition unless its parent's lock cannot be had within 5 s: DROP needs an
--- ACCESS EXCLUSIVE lock on the parent, and a DROP queued behind a long query would stall every
--- write to the table meanwhile. Returns false when it gave up (the next pass tries again).
-CREATE OR REPLACE FUNCTION netmon_drop_partition(part text) RETURNS boolean
+-- Drop one expired partition unless its parent's lock cannot be had within `wait` (5 s): DROP
+-- needs an ACCESS EXCLUSIVE lock on the parent, and a DROP queued behind a long query would
+-- stall every write to the table meanwhile. Returns false when it gave up (the next pass tries
+-- again).
+CREATE OR REPLACE FUNCTION netmon_drop_partition(part text, wait_ms integer DEFAULT 5000) RETURNS boolean
 LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM set_config('lock_timeout', '5s', true);
+  PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
   EXECUTE format('DROP TABLE IF EXISTS %I', part);
   RETURN true;
 EXCEPTION WHEN lock_not_available THEN
