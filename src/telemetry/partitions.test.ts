@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, testBackend } from "../../test/helpers/database.ts";
+import { waitFor } from "../../test/helpers/wait.ts";
 import type { Db } from "../storage/db.ts";
 import { loadMigrations, migrate } from "../storage/migrate.ts";
 import { sql } from "../storage/sql.ts";
@@ -220,6 +221,42 @@ describe.runIf(testBackend() === "postgres")("dropping a partition of a busy tab
   afterAll(async () => {
     await other?.end();
     await db?.close();
+  });
+
+  it("moves stranded rows while writers insert into the same day: none fails, none is lost", async () => {
+    // Without the parent locked for writes, an insert already routed to DEFAULT and waiting
+    // there failed the new DEFAULT's constraint after the ATTACH (seen: 3 of 3 writers).
+    const day = at(60);
+    await insertLogs(
+      db,
+      Array.from({ length: 1000 }, (_, i) => ({ timestamp: new Date(day.getTime() + i), body: "stranded" })),
+    );
+    let stop = false;
+    let written = 0;
+    const errors: unknown[] = [];
+    const writer = async () => {
+      while (!stop) {
+        try {
+          await insertLogs(db, [{ timestamp: day, body: "during" }]);
+          written++;
+        } catch (err) {
+          errors.push(err);
+        }
+      }
+    };
+    const writers = [writer(), writer(), writer()];
+    await waitFor(async () => written >= 30, "writers under way");
+    const created = await ensureTelemetryPartitions(db, day, 0);
+    const after = written;
+    await waitFor(async () => written >= after + 30, "writers after the move");
+    stop = true;
+    await Promise.all(writers);
+    expect(errors).toEqual([]);
+    expect(created).toContain(dayName("logs", day));
+    const rows = await db.many<{ p: string; n: number }>(sql`
+      SELECT tableoid::regclass::text AS p, count(*)::int AS n FROM logs
+      WHERE body IN ('stranded', 'during') GROUP BY 1`);
+    expect(rows).toEqual([{ p: dayName("logs", day), n: 1000 + written }]);
   });
 
   it("gives up after the lock timeout instead of stalling the table, and the batches still purge", async () => {

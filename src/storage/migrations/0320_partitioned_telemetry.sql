@@ -42,10 +42,10 @@ BEGIN
     EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)', part, parent, lo, hi);
     RETURN true;
   END IF;
-  -- Parent first, then DEFAULT (the order inserts take them), so this cannot deadlock with
-  -- ingest; writes to the DEFAULT partition wait for the move, the rest of the table does not.
-  EXECUTE format('LOCK TABLE %I IN SHARE UPDATE EXCLUSIVE MODE', parent);
-  EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE', def);
+  -- Writers of the whole table wait for the move (readers do not): an insert already routed
+  -- to DEFAULT and waiting for it there would fail the new DEFAULT's constraint after the
+  -- ATTACH, while one waiting on the parent is routed afresh, into the new partition.
+  EXECUTE format('LOCK TABLE %I IN EXCLUSIVE MODE', parent);
   EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', part, parent);
   EXECUTE format(
     'WITH moved AS (DELETE FROM %I WHERE %I >= %L AND %I < %L RETURNING *) INSERT INTO %I SELECT * FROM moved',
