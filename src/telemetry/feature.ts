@@ -169,8 +169,12 @@ export function createTelemetryFeature(): Feature {
 
   const partitions = (ctx: AppContext) =>
     exclusive(ctx, PARTITIONS_LOCK_KEY, "partition maintenance", async () => {
-      const created = await ensureTelemetryPartitions(ctx.db, ctx.now());
+      const { created, moved } = await ensureTelemetryPartitions(ctx.db, ctx.now());
       if (created.length > 0) ctx.log.info({ created }, "telemetry partitions created");
+      // Rows had arrived for a day no partition covered: the job was not running, or senders'
+      // clocks are days ahead.
+      if (Object.keys(moved).length > 0)
+        ctx.log.warn({ moved }, "telemetry rows moved from the DEFAULT partition into new daily partitions");
     });
 
   const forecast = (ctx: AppContext) =>

@@ -37,29 +37,39 @@ function utcDay(t: Date): string {
   return t.toISOString().slice(0, 10);
 }
 
+export interface EnsureResult {
+  /** Partitions created, by name. */
+  created: string[];
+  /** Rows moved out of DEFAULT into a partition created for their day, by partition. */
+  moved: Record<string, number>;
+}
+
 /**
  * Create the daily partitions from yesterday through `daysAhead` days after `now` (UTC) that
- * do not exist yet; returns the names created. Yesterday too, so a late row of a day the job
- * missed (the server was down at midnight) still finds its partition. Each partition is its
- * own statement: rows of its day already in DEFAULT are moved into it atomically (see
- * netmon_ensure_daily_partition in migration 0320).
+ * do not exist yet. Yesterday too, so a late row of a day the job missed (the server was down
+ * at midnight) still finds its day. Each partition is its own statement: rows of its day
+ * already in DEFAULT are moved into it atomically (netmon_ensure_daily_partition, migration
+ * 0320), and reported, since they mean rows arrived for a day no partition covered.
  */
 export async function ensureTelemetryPartitions(
   db: Queryable,
   now: Date,
   daysAhead = PARTITION_DAYS_AHEAD,
-): Promise<string[]> {
-  const created: string[] = [];
+): Promise<EnsureResult> {
+  const out: EnsureResult = { created: [], moved: {} };
   for (const t of PARTITIONED_TABLES) {
     for (let d = -1; d <= daysAhead; d++) {
       const day = utcDay(new Date(now.getTime() + d * DAY_MS));
-      const r = await db.one<{ created: boolean }>(
-        sql`SELECT netmon_ensure_daily_partition(${t.table}, ${day}::date) AS created`,
+      const r = await db.one<{ moved: string | null }>(
+        sql`SELECT netmon_ensure_daily_partition(${t.table}, ${day}::date)::text AS moved`,
       );
-      if (r?.created) created.push(`${t.table}_p${day.replaceAll("-", "")}`);
+      if (r?.moved == null) continue;
+      const name = `${t.table}_p${day.replaceAll("-", "")}`;
+      out.created.push(name);
+      if (Number(r.moved) > 0) out.moved[name] = Number(r.moved);
     }
   }
-  return created;
+  return out;
 }
 
 export interface TablePartition {

@@ -11,8 +11,9 @@
 -- The daily partition of `parent` for `day` (a UTC day), created unless it exists. Rows of that
 -- day already in the DEFAULT partition (written while no partition covered it) would make
 -- CREATE ... PARTITION OF fail, so then the partition is built beside the parent, the rows are
--- moved into it and it is attached, all in the caller's transaction. Returns whether it created.
-CREATE OR REPLACE FUNCTION netmon_ensure_daily_partition(parent text, day date) RETURNS boolean
+-- moved into it and it is attached, all in the caller's transaction. Returns NULL when the
+-- partition existed, else the number of rows moved into it (0 on the ordinary path).
+CREATE OR REPLACE FUNCTION netmon_ensure_daily_partition(parent text, day date) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
   part text := parent || '_p' || to_char(day, 'YYYYMMDD');
@@ -23,9 +24,10 @@ DECLARE
   hi text := to_char(day + 1, 'YYYY-MM-DD') || ' 00:00:00+00';
   col text;
   stranded boolean := false;
+  moved bigint;
 BEGIN
   IF to_regclass(quote_ident(part)) IS NOT NULL THEN
-    RETURN false;
+    RETURN NULL;
   END IF;
   SELECT a.attname INTO col
   FROM pg_partitioned_table pt
@@ -40,7 +42,7 @@ BEGIN
   END IF;
   IF NOT stranded THEN
     EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)', part, parent, lo, hi);
-    RETURN true;
+    RETURN 0;
   END IF;
   -- Writers of the whole table wait for the move (readers do not): an insert already routed
   -- to DEFAULT and waiting for it there would fail the new DEFAULT's constraint after the
@@ -50,9 +52,10 @@ BEGIN
   EXECUTE format(
     'WITH moved AS (DELETE FROM %I WHERE %I >= %L AND %I < %L RETURNING *) INSERT INTO %I SELECT * FROM moved',
     def, col, lo, col, hi, part);
+  GET DIAGNOSTICS moved = ROW_COUNT;
   -- ATTACH builds the parent's indexes on the new partition.
   EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', parent, part, lo, hi);
-  RETURN true;
+  RETURN moved;
 END $$;
 
 -- Drop one expired partition unless its parent's lock cannot be had within `wait` (5 s): DROP
