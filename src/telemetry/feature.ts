@@ -169,8 +169,10 @@ export function createTelemetryFeature(): Feature {
 
   const partitions = (ctx: AppContext) =>
     exclusive(ctx, PARTITIONS_LOCK_KEY, "partition maintenance", async () => {
-      const { created, moved } = await ensureTelemetryPartitions(ctx.db, ctx.now());
+      const { created, moved, busy } = await ensureTelemetryPartitions(ctx.db, ctx.now());
       if (created.length > 0) ctx.log.info({ created }, "telemetry partitions created");
+      if (busy.length > 0)
+        ctx.log.info({ busy }, "telemetry tables busy; their partitions are created next pass");
       // Rows had arrived for a day no partition covered: the job was not running, or senders'
       // clocks are days ahead.
       if (Object.keys(moved).length > 0)

@@ -84,7 +84,7 @@ describe("telemetry partitions (database)", () => {
     ]);
     for (const id of ids) expect(await home(db, "logs", id)).toBe("logs_default");
 
-    const { created, moved } = await ensureTelemetryPartitions(db, at(40), 0);
+    const { created, moved } = await ensureTelemetryPartitions(db, at(40), { daysAhead: 0 });
     expect(created).toContain(dayName("logs", at(40)));
     expect(moved).toEqual({ [dayName("logs", at(40))]: 2 });
     expect(await home(db, "logs", ids[0] as string)).toBe(dayName("logs", at(40)));
@@ -105,8 +105,8 @@ describe("telemetry partitions (database)", () => {
   });
 
   it("retention drops wholly expired partitions and deletes the rest in batches", async () => {
-    await ensureTelemetryPartitions(db, at(-40), 0); // days -41 … -40
-    await ensureTelemetryPartitions(db, at(-30), 0); // days -31 … -30 (the cutoff falls in -30)
+    await ensureTelemetryPartitions(db, at(-40), { daysAhead: 0 }); // days -41 … -40
+    await ensureTelemetryPartitions(db, at(-30), { daysAhead: 0 }); // days -31 … -30 (the cutoff falls in -30)
     const old = await insertLogs(db, [
       ...[-41, -40, -40].map((d) => ({ timestamp: at(d), body: "expired day" })),
       { timestamp: at(-30, -1), body: "expired hour" },
@@ -249,7 +249,7 @@ describe.runIf(testBackend() === "postgres")("dropping a partition of a busy tab
     };
     const writers = [writer(), writer(), writer()];
     await waitFor(async () => written >= 30, "writers under way");
-    const { created, moved } = await ensureTelemetryPartitions(db, day, 0);
+    const { created, moved } = await ensureTelemetryPartitions(db, day, { daysAhead: 0 });
     const after = written;
     await waitFor(async () => written >= after + 30, "writers after the move");
     stop = true;
@@ -263,9 +263,29 @@ describe.runIf(testBackend() === "postgres")("dropping a partition of a busy tab
     expect(rows).toEqual([{ p: dayName("logs", day), n: 1000 + written }]);
   });
 
+  it("leaves a busy table's new partitions to the next pass and creates the others", async () => {
+    await other.query("BEGIN");
+    await other.query("SELECT count(*) FROM logs");
+    let first: Awaited<ReturnType<typeof ensureTelemetryPartitions>>;
+    try {
+      first = await ensureTelemetryPartitions(db, at(80), { daysAhead: 0, lockTimeoutMs: 200 });
+    } finally {
+      await other.query("ROLLBACK");
+    }
+    expect(first.busy).toEqual(["logs"]);
+    expect(first.created).not.toContain(dayName("logs", at(80)));
+    expect(first.created).toContain(dayName("events", at(80)));
+    const second = await ensureTelemetryPartitions(db, at(80), { daysAhead: 0, lockTimeoutMs: 200 });
+    expect(second).toEqual({
+      created: [dayName("logs", at(79)), dayName("logs", at(80))],
+      moved: {},
+      busy: [],
+    });
+  });
+
   it("gives up after the lock timeout instead of stalling the table, and the batches still purge", async () => {
     const fast = { lockTimeoutMs: 200 };
-    await ensureTelemetryPartitions(db, at(-50), 0);
+    await ensureTelemetryPartitions(db, at(-50), { daysAhead: 0 });
     await insertLogs(db, [{ timestamp: at(-50), body: "busy day" }]);
     // A long reader of the parent: DROP needs ACCESS EXCLUSIVE and would queue behind it.
     await other.query("BEGIN");

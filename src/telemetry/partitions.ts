@@ -1,4 +1,5 @@
 import type { Queryable } from "../storage/db.ts";
+import { DbError } from "../storage/db-error.ts";
 import { ident, sql } from "../storage/sql.ts";
 
 /**
@@ -29,8 +30,12 @@ export const PARTITIONED_TABLES: readonly { table: string; column: string }[] = 
 export const PARTITION_DAYS_AHEAD = 3;
 
 const DAY_MS = 86_400_000;
-/** How long a drop waits for its table's lock before leaving the partition to the next pass. */
-export const DROP_LOCK_TIMEOUT_MS = 5_000;
+/**
+ * How long creating or dropping a partition waits for its table's lock before leaving it to the
+ * next pass: the request, queued behind a long query, would hold up every later one.
+ */
+export const LOCK_TIMEOUT_MS = 5_000;
+const LOCK_NOT_AVAILABLE = "55P03";
 
 /** The UTC day of `t` as YYYY-MM-DD (a `date` literal). */
 function utcDay(t: Date): string {
@@ -42,6 +47,8 @@ export interface EnsureResult {
   created: string[];
   /** Rows moved out of DEFAULT into a partition created for their day, by partition. */
   moved: Record<string, number>;
+  /** Tables whose lock was not had within the timeout (busy); the next pass tries again. */
+  busy: string[];
 }
 
 /**
@@ -54,15 +61,24 @@ export interface EnsureResult {
 export async function ensureTelemetryPartitions(
   db: Queryable,
   now: Date,
-  daysAhead = PARTITION_DAYS_AHEAD,
+  opts: { daysAhead?: number; lockTimeoutMs?: number } = {},
 ): Promise<EnsureResult> {
-  const out: EnsureResult = { created: [], moved: {} };
+  const daysAhead = opts.daysAhead ?? PARTITION_DAYS_AHEAD;
+  const wait = opts.lockTimeoutMs ?? LOCK_TIMEOUT_MS;
+  const out: EnsureResult = { created: [], moved: {}, busy: [] };
   for (const t of PARTITIONED_TABLES) {
     for (let d = -1; d <= daysAhead; d++) {
       const day = utcDay(new Date(now.getTime() + d * DAY_MS));
-      const r = await db.one<{ moved: string | null }>(
-        sql`SELECT netmon_ensure_daily_partition(${t.table}, ${day}::date)::text AS moved`,
-      );
+      let r: { moved: string | null } | undefined;
+      try {
+        r = await db.one<{ moved: string | null }>(
+          sql`SELECT netmon_ensure_daily_partition(${t.table}, ${day}::date, ${wait}::int)::text AS moved`,
+        );
+      } catch (err) {
+        if (!(err instanceof DbError) || err.code !== LOCK_NOT_AVAILABLE) throw err;
+        out.busy.push(t.table);
+        break;
+      }
       if (r?.moved == null) continue;
       const name = `${t.table}_p${day.replaceAll("-", "")}`;
       out.created.push(name);
@@ -109,7 +125,7 @@ export async function dropExpiredPartitions(
   cutoff: Date,
   opts: { lockTimeoutMs?: number } = {},
 ): Promise<number> {
-  const wait = opts.lockTimeoutMs ?? DROP_LOCK_TIMEOUT_MS;
+  const wait = opts.lockTimeoutMs ?? LOCK_TIMEOUT_MS;
   let rows = 0;
   for (const p of await listPartitions(db, table)) {
     if (p.isDefault || p.to === null || p.to.getTime() > cutoff.getTime()) continue;

@@ -13,7 +13,11 @@
 -- CREATE ... PARTITION OF fail, so then the partition is built beside the parent, the rows are
 -- moved into it and it is attached, all in the caller's transaction. Returns NULL when the
 -- partition existed, else the number of rows moved into it (0 on the ordinary path).
-CREATE OR REPLACE FUNCTION netmon_ensure_daily_partition(parent text, day date) RETURNS bigint
+-- With `wait_ms`, the locks it needs are waited for that long at most (lock_not_available
+-- otherwise): creating a partition locks the parent, and a request queued behind a long query
+-- would stall every later reader and writer of the table.
+CREATE OR REPLACE FUNCTION netmon_ensure_daily_partition(parent text, day date, wait_ms integer DEFAULT NULL)
+RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
   part text := parent || '_p' || to_char(day, 'YYYYMMDD');
@@ -28,6 +32,9 @@ DECLARE
 BEGIN
   IF to_regclass(quote_ident(part)) IS NOT NULL THEN
     RETURN NULL;
+  END IF;
+  IF wait_ms IS NOT NULL THEN
+    PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
   END IF;
   SELECT a.attname INTO col
   FROM pg_partitioned_table pt
@@ -58,7 +65,7 @@ BEGIN
   RETURN moved;
 END $$;
 
--- Drop one expired partition unless its parent's lock cannot be had within `wait` (5 s): DROP
+-- Drop one expired partition unless its parent's lock cannot be had within `wait_ms` (5 s): DROP
 -- needs an ACCESS EXCLUSIVE lock on the parent, and a DROP queued behind a long query would
 -- stall every write to the table meanwhile. Returns false when it gave up (the next pass tries
 -- again).
