@@ -115,8 +115,8 @@ export async function listPartitions(db: Queryable, table: string): Promise<Tabl
 
 /**
  * Drop every daily partition of `table` whose whole range ends at or before `cutoff`; returns
- * the rows they held. Rows are counted before the drop (an index-only count of a settled day)
- * so retention keeps reporting rows per table. A partition whose parent is busy for more than
+ * the rows they held. Rows are counted before the drop (one read of a settled day, far
+ * cheaper than deleting it) so retention keeps reporting rows per table. A partition whose parent is busy for more than
  * `lockTimeoutMs` is left for the next pass; the caller's batched delete covers its rows.
  */
 export async function dropExpiredPartitions(

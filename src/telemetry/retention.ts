@@ -51,8 +51,8 @@ function days(r: RetentionDays, c: RetentionClass): number {
 
 /**
  * Remove expired rows of every retained table; returns the number removed per table (rows of
- * dropped partitions included; tables with nothing to remove are omitted). Stops a table after `maxBatches` batches so one pass is
- * bounded; the next pass continues.
+ * dropped partitions included; tables with nothing to remove are omitted). Stops a table's
+ * batched delete after `maxBatches` batches so one pass is bounded; the next pass continues.
  */
 export async function purgeExpiredTelemetry(
   db: Queryable,
