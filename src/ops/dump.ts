@@ -45,12 +45,17 @@ export interface DumpSink {
   endTable(name: string, count: number): Promise<void>;
 }
 
-/** Base tables of the current schema, parents before children (by foreign key). */
+/**
+ * Base tables of the current schema, parents before children (by foreign key). A partitioned
+ * table is one table (read and loaded through its parent, rows routed by the target's own
+ * partitions); its partitions are never listed, or their rows would be copied twice.
+ */
 export async function listTables(q: Queryable): Promise<string[]> {
   const tables = (
     await q.many<{ name: string }>(sql`
-      SELECT table_name AS name FROM information_schema.tables
-      WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`)
+      SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+      ORDER BY c.relname`)
   )
     .map((r) => r.name)
     .filter((t) => !SKIPPED_TABLES.has(t));

@@ -8,6 +8,7 @@ import { IngestGate } from "./ingest-gate.ts";
 import { type JetStreamBuffer, type JetStreamOptions, startJetStream } from "./jetstream.ts";
 import { type OtlpGrpcServer, startOtlpGrpc } from "./otlp/grpc.ts";
 import { otlpHttpRoutes } from "./otlp/http.ts";
+import { ensureTelemetryPartitions } from "./partitions.ts";
 import { purgeExpiredTelemetry } from "./retention.ts";
 import { rollupHourly } from "./rollup.ts";
 import { directSink, type Intake, unavailableSink } from "./sink.ts";
@@ -40,6 +41,9 @@ export const ROLLUP_LOCK_KEY = 0x6e65746d6f6e0300n;
 export const RETENTION_LOCK_KEY = 0x6e65746d6f6e0301n;
 /** Advisory lock key of the capacity-forecast job. */
 export const FORECAST_LOCK_KEY = 0x6e65746d6f6e0302n;
+/** Advisory lock key of the daily-partition job (decision 0320). */
+export const PARTITIONS_LOCK_KEY = 0x6e65746d6f6e0303n;
+const PARTITIONS_EVERY_MS = 60 * 60_000;
 const FORECAST_EVERY_MS = 60 * 60_000;
 /** The first forecasts come shortly after start (after a rollup pass), not an hour later. */
 const FORECAST_FIRST_MS = 3 * 60_000;
@@ -96,7 +100,7 @@ export async function runCapacityForecasts(ctx: AppContext): Promise<ExhaustionS
 /**
  * Telemetry: the ingest receivers (OTLP/HTTP routes here; OTLP/gRPC, syslog and SNMP traps
  * started with the feature) sharing one back-pressure gate, and the background work
- * (leader-only through advisory locks): hourly rollups and retention.
+ * (leader-only through advisory locks): daily partitions kept ahead, hourly rollups and retention.
  */
 export function createTelemetryFeature(): Feature {
   const timers: NodeJS.Timeout[] = [];
@@ -163,6 +167,18 @@ export function createTelemetryFeature(): Feature {
       if (Object.keys(purged).length > 0) ctx.log.info({ purged }, "expired telemetry purged");
     });
 
+  const partitions = (ctx: AppContext) =>
+    exclusive(ctx, PARTITIONS_LOCK_KEY, "partition maintenance", async () => {
+      const { created, moved, busy } = await ensureTelemetryPartitions(ctx.db, ctx.now());
+      if (created.length > 0) ctx.log.info({ created }, "telemetry partitions created");
+      if (busy.length > 0)
+        ctx.log.info({ busy }, "telemetry tables busy; their partitions are created next pass");
+      // Rows had arrived for a day no partition covered: the job was not running, or senders'
+      // clocks are days ahead.
+      if (Object.keys(moved).length > 0)
+        ctx.log.warn({ moved }, "telemetry rows moved from the DEFAULT partition into new daily partitions");
+    });
+
   const forecast = (ctx: AppContext) =>
     exclusive(ctx, FORECAST_LOCK_KEY, "capacity forecast", async () => {
       await runCapacityForecasts(ctx);
@@ -220,6 +236,9 @@ export function createTelemetryFeature(): Feature {
           startSyslogReceiver(ctx, gateFor(ctx), host, syslogPort, tlsOptions),
         );
       }
+      // Before any other job: nothing else runs yet, so this pass is never skipped.
+      run(() => partitions(ctx));
+      timers.push(setInterval(() => run(() => partitions(ctx)), PARTITIONS_EVERY_MS));
       timers.push(setInterval(() => run(() => rollup(ctx)), ROLLUP_EVERY_MS));
       timers.push(setInterval(() => run(() => retention(ctx)), RETENTION_EVERY_MS));
       timers.push(setTimeout(() => run(() => retention(ctx)), RETENTION_FIRST_MS));

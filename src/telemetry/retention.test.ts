@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../../test/helpers/database.ts";
 import type { Db } from "../storage/db.ts";
 import { ident, sql } from "../storage/sql.ts";
+import { PARTITIONED_TABLES } from "./partitions.ts";
 import { purgeExpiredTelemetry, RETAINED_TABLES } from "./retention.ts";
 import { rollupHourly } from "./rollup.ts";
 import { insertCpuMetrics, insertEvents, insertLogs, insertServiceStatus } from "./write.ts";
@@ -29,6 +30,17 @@ describe("telemetry retention (database)", () => {
         SELECT count(*)::int AS n FROM information_schema.columns
         WHERE table_name = ${t.table} AND column_name IN (${t.column}, 'id')`);
       expect(col?.n, t.table).toBe(2);
+    }
+  });
+
+  it("retains every partitioned table by its partition key", async () => {
+    for (const p of PARTITIONED_TABLES) {
+      expect(RETAINED_TABLES.find((t) => t.table === p.table)?.column, p.table).toBe(p.column);
+      const key = await db.one<{ col: string }>(sql`
+        SELECT a.attname AS col FROM pg_partitioned_table pt
+        JOIN pg_attribute a ON a.attrelid = pt.partrelid AND a.attnum = pt.partattrs[0]
+        WHERE pt.partrelid = to_regclass(${p.table})`);
+      expect(key?.col, p.table).toBe(p.column);
     }
   });
 
