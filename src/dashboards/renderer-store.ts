@@ -112,3 +112,31 @@ export function rendererPath(dataDir: string, stored: string): string | null {
   if (!/^[0-9a-f]{64}$/.test(stored)) return null;
   return path.join(rendererDir(dataDir), stored);
 }
+
+/** Temporary files older than this are leftovers of a process that died mid-upload. */
+const STALE_TEMP_MS = 60 * 60_000;
+
+/**
+ * Delete upload and cache temporaries a crashed process left behind (`.upload-*`, `.cache-*`
+ * older than an hour; a live upload or cache fill finishes in far less). Returns how many.
+ */
+export async function sweepStaleTemporaries(dataDir: string, now = Date.now()): Promise<number> {
+  const dir = rendererDir(dataDir);
+  let names: string[];
+  try {
+    names = await fs.promises.readdir(dir);
+  } catch {
+    return 0; // nothing uploaded yet
+  }
+  let removed = 0;
+  for (const name of names) {
+    if (!name.startsWith(".upload-") && !name.startsWith(".cache-")) continue;
+    const file = path.join(dir, name);
+    const stat = await fs.promises.stat(file).catch(() => null);
+    if (stat && now - stat.mtimeMs > STALE_TEMP_MS) {
+      await fs.promises.rm(file, { force: true });
+      removed++;
+    }
+  }
+  return removed;
+}
