@@ -432,6 +432,54 @@ export async function promoteLogs(ctx: AppContext, logs: readonly LogRow[]): Pro
  * For ingest paths (syslog, OTLP, gateway log streams): promote logs already stored with
  * `insertLogs` (src/telemetry/write.ts), by id. Call after the insert committed.
  */
+/**
+ * Promotion right after a write, given the rows as written and their ids. Only logs some
+ * enabled rule can act on are read back and promoted: promoteLogs does nothing for a log that
+ * no event rule and no log-signal stateful rule (match or recover match) matches, and reading
+ * back every row of each 500-record OTLP export cost ~40 % of ingest throughput (BENCHMARKS.md,
+ * "Telemetry ingest"). The in-memory values pass a JSON round trip first, so they match exactly
+ * as the stored jsonb will; a log that matches here is promoted from its stored row as before.
+ */
+export async function promoteWrittenLogs(
+  ctx: AppContext,
+  written: readonly { id: string; row: Readonly<Record<string, unknown>> }[],
+): Promise<PromotionResult[]> {
+  if (written.length === 0) return [];
+  const rules = await activeEventRules(ctx.db);
+  const stateful = (await activeStatefulRules(ctx.db)).filter((r) => r.signal === "log");
+  if (rules.length === 0 && stateful.length === 0) return [];
+  const acts = (rec: SignalRecord) =>
+    rules.some((r) => matches(r.match, rec)) ||
+    stateful.some((r) => {
+      const recover = r.alert?.recover_match as Record<string, unknown> | undefined;
+      return matches(r.match, rec) || (!!recover && matches(recover, rec));
+    });
+  const candidates = written
+    .filter(({ id, row }) => acts(logToRecord(asStoredLog(id, row))))
+    .map((w) => w.id);
+  return promoteStoredLogs(ctx, candidates);
+}
+
+/** A written row as it will read back: the fields logToRecord uses, JSON as jsonb returns it. */
+function asStoredLog(id: string, row: Readonly<Record<string, unknown>>): LogRow {
+  const json = (v: unknown) => (v === undefined || v === null ? {} : JSON.parse(JSON.stringify(v)));
+  const text = (v: unknown) => (v === undefined || v === null ? null : String(v));
+  return {
+    id,
+    timestamp: row.timestamp instanceof Date ? row.timestamp : new Date(String(row.timestamp)),
+    severity_text: text(row.severity_text),
+    severity_number:
+      row.severity_number === undefined || row.severity_number === null ? null : Number(row.severity_number),
+    body: text(row.body),
+    service_name: text(row.service_name),
+    attributes: json(row.attributes),
+    resource_attributes: json(row.resource_attributes),
+    device_id: text(row.device_id),
+    host: text(row.host),
+    source: text(row.source),
+  };
+}
+
 export async function promoteStoredLogs(ctx: AppContext, ids: readonly string[]): Promise<PromotionResult[]> {
   if (ids.length === 0) return [];
   const rows = await ctx.db.many<LogRow>(sql`SELECT * FROM logs WHERE id = ANY(${[...ids]}::uuid[])`);

@@ -17,6 +17,7 @@ import {
   listEventRules,
   promoteLogs,
   promoteStoredLogs,
+  promoteWrittenLogs,
   updateEventRule,
 } from "./event-rules.ts";
 import { writeInternalLog } from "./internal-log.ts";
@@ -204,6 +205,59 @@ describe("log promotion and the rule cache (behaviour 1)", () => {
     expect(results.map((r) => r.rule_id === rule.id)).toEqual([true, false]);
     expect(results[0]?.event).toMatchObject({ message: "bgp down", log_id: ids[0] });
     await deleteEventRule(ctx, ruleAdmin, rule.id);
+  });
+
+  it("promoteWrittenLogs promotes from the rows as written exactly what the stored rows would match", async () => {
+    // Catch-all rules from earlier cases would make every log a candidate: off for this case.
+    const bumpRules = () =>
+      db.query(sql`UPDATE alerting_rule_versions SET version = version + 1 WHERE kind = 'event_rules'`);
+    await db.query(sql`UPDATE event_rules SET enabled = false WHERE match ? 'always'`);
+    await bumpRules();
+    const rule = await createEventRule(ctx, ruleAdmin, {
+      name: "written-rows",
+      priority: 0,
+      match: { attribute_equals: { "net.peer": "10.0.0.1", port: 179 } },
+      event: { alert: false },
+    });
+    const stateful = await createStatefulRule(ctx, operator, {
+      name: "written-recover",
+      signal: "log",
+      match: { body_contains: "written-flap-down" },
+      threshold: 1,
+      window_seconds: 60,
+      bucket_seconds: 60,
+      alert: { severity: "warning", recover_match: { body_contains: "written-flap-up" } },
+    });
+    const rows = [
+      // Matches the event rule only after the JSON round trip the stored jsonb makes (a nested
+      // value that is not plain JSON would not); the number must compare as stored.
+      { timestamp: clock.now(), body: "peer flap", attributes: { "net.peer": "10.0.0.1", port: 179 } },
+      { timestamp: clock.now(), body: "other peer", attributes: { "net.peer": "10.0.0.2", port: 179 } },
+      { timestamp: clock.now(), body: "written-flap-down", attributes: {} },
+    ];
+    const ids = await insertLogs(db, rows);
+    const results = await promoteWrittenLogs(
+      ctx,
+      ids.map((id, i) => ({ id, row: rows[i] as Record<string, unknown> })),
+    );
+    // Only the two logs a rule acts on were read back and promoted.
+    expect(results.map((r) => r.log_id)).toEqual([ids[0], ids[2]]);
+    expect(results[0]?.rule_id).toBe(rule.id);
+    expect(results[1]?.stateful_alerts).toHaveLength(1);
+    const opened = results[1]?.stateful_alerts[0];
+    // A log matching only the recover match is still promoted: it resolves the open alert.
+    const upRows = [{ timestamp: clock.now(), body: "written-flap-up", attributes: {} }];
+    const [upId] = await insertLogs(db, upRows);
+    const up = await promoteWrittenLogs(ctx, [
+      { id: upId as string, row: upRows[0] as Record<string, unknown> },
+    ]);
+    expect(up.map((r) => r.log_id)).toEqual([upId]);
+    const after = await db.one<AlertRow>(sql`SELECT * FROM alerts WHERE id = ${opened?.id}`);
+    expect(after?.status).toBe("resolved");
+    await updateStatefulRule(ctx, operator, stateful.id, { enabled: false });
+    await deleteEventRule(ctx, ruleAdmin, rule.id);
+    await db.query(sql`UPDATE event_rules SET enabled = true WHERE match ? 'always'`);
+    await bumpRules();
   });
 
   it("a rule change made through another handle reaches this cache via the shared version", async () => {

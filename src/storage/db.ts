@@ -21,7 +21,21 @@ export interface Queryable {
   many<T extends Row = Row>(q: SqlFragment | SqlQuery | string, values?: readonly unknown[]): Promise<T[]>;
 }
 
-export type Tx = Queryable;
+/**
+ * Bulk load in PostgreSQL's COPY text format (`copy-text.ts`): rows are arrays of values in
+ * column order, written in one COPY. Both backends have it; a failure leaves nothing of the
+ * rows written (inside a transaction, the transaction is then aborted like any failed statement).
+ */
+export interface BulkLoad {
+  copyIn(table: string, columns: readonly string[], rows: readonly (readonly unknown[])[]): Promise<number>;
+}
+
+/** An open transaction: statements, and bulk loads on the same connection. */
+export interface Tx extends Queryable, BulkLoad {}
+
+export function canBulkLoad(q: Queryable): q is Queryable & BulkLoad {
+  return typeof (q as Partial<BulkLoad>).copyIn === "function";
+}
 
 /** A single held connection that can also run multi-statement scripts (migrations). */
 export interface Session extends Queryable {
@@ -47,7 +61,7 @@ export interface DbStats {
  * PostgreSQL 15 and 18) with the same type parsing:
  * int8 → number, numeric → string, timestamptz → Date, json/jsonb → parsed value, arrays → arrays.
  */
-export interface Db extends Queryable {
+export interface Db extends Queryable, BulkLoad {
   readonly kind: DbKind;
   /** Run `fn` in a transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;

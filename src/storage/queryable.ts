@@ -1,4 +1,4 @@
-import type { Queryable, QueryResult, Row, Session } from "./db.ts";
+import type { Queryable, QueryResult, Row, Session, Tx } from "./db.ts";
 import { type SqlFragment, type SqlQuery, toQuery } from "./sql.ts";
 
 /** Derives `one` and `many` from a single `run` so every backend shares them. */
@@ -47,5 +47,18 @@ export class FnSession extends FnQueryable implements Session {
   }
   script(text: string): Promise<void> {
     return this.scriptFn(text);
+  }
+}
+
+/** A transaction handle: a run function and the same connection's bulk load. */
+export class FnTx extends FnQueryable implements Tx {
+  constructor(
+    fn: (q: SqlQuery) => Promise<QueryResult>,
+    private readonly copyFn: Tx["copyIn"],
+  ) {
+    super(fn);
+  }
+  copyIn(table: string, columns: readonly string[], rows: readonly (readonly unknown[])[]): Promise<number> {
+    return this.copyFn(table, columns, rows);
   }
 }

@@ -1,5 +1,5 @@
 import { SYSTEM_ACTOR } from "../access/actor.ts";
-import { promoteStoredLogs } from "../alerting/event-rules.ts";
+import { promoteWrittenLogs } from "../alerting/event-rules.ts";
 import { ocsfFromSeverityNumber, ocsfSeverityName } from "../alerting/match.ts";
 import { resolveAddresses } from "../inventory/identity.ts";
 import type { AppContext } from "../kernel/context.ts";
@@ -84,6 +84,17 @@ async function devicesByAddress(ctx: AppContext, ips: readonly string[]): Promis
   return device;
 }
 
+/** A stored log and the row it was written from (promotion matches rules against it). */
+interface Written {
+  id: string;
+  row: LogRow;
+}
+
+async function writeLogs(tx: Queryable, rows: readonly LogRow[]): Promise<Written[]> {
+  const ids = await insertLogs(tx, rows);
+  return ids.map((id, i) => ({ id, row: rows[i] as LogRow }));
+}
+
 /**
  * Store one unit in one transaction and run log promotion after the commit; returns the stored
  * log ids. `claim`, when given, runs first inside the transaction and returns false when the
@@ -94,9 +105,9 @@ export async function storeUnit(
   unit: IngestUnit,
   claim?: (tx: Queryable) => Promise<boolean>,
 ): Promise<{ stored: boolean; logIds: string[] }> {
-  let write: (tx: Queryable) => Promise<string[]>;
+  let write: (tx: Queryable) => Promise<Written[]>;
   if (unit.kind === "logs") {
-    write = (tx) => insertLogs(tx, unit.rows);
+    write = (tx) => writeLogs(tx, unit.rows);
   } else if (unit.kind === "metrics") {
     write = async (tx) => {
       await insertMetricPoints(tx, unit.rows);
@@ -115,13 +126,13 @@ export async function storeUnit(
       unit.rows.map((r) => String(r.source_ip)),
     );
     const rows = unit.rows.map((r) => ({ ...r, device_id: device.get(String(r.source_ip)) ?? null }));
-    write = (tx) => insertLogs(tx, rows);
+    write = (tx) => writeLogs(tx, rows);
   } else {
     const ip = String(unit.row.source_ip);
     const device = (await devicesByAddress(ctx, [ip])).get(ip) ?? null;
-    const row = unit.row;
+    const row = { ...unit.row, device_id: device };
     write = async (tx) => {
-      const [logId] = await insertLogs(tx, [{ ...row, device_id: device }]);
+      const [logId] = await insertLogs(tx, [row]);
       const sev = ocsfFromSeverityNumber(Number(row.severity_number));
       await insertEvents(tx, [
         {
@@ -140,7 +151,7 @@ export async function storeUnit(
           raw: row.attributes as Record<string, unknown>,
         },
       ]);
-      return logId ? [logId] : [];
+      return logId ? [{ id: logId, row }] : [];
     };
   }
   const result = await ctx.db.transaction(async (tx) => {
@@ -149,6 +160,6 @@ export async function storeUnit(
   });
   if (result === null) return { stored: false, logIds: [] };
   // Promotion errors are logged per log by the event rules; the logs themselves are stored.
-  if (result.length > 0) await promoteStoredLogs(ctx, result);
-  return { stored: true, logIds: result };
+  if (result.length > 0) await promoteWrittenLogs(ctx, result);
+  return { stored: true, logIds: result.map((w) => w.id) };
 }

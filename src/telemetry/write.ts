@@ -1,11 +1,14 @@
-import type { Queryable } from "../storage/db.ts";
+import { randomUUID } from "node:crypto";
+import { type BulkLoad, canBulkLoad, type Queryable } from "../storage/db.ts";
 import { ident, join, raw, type SqlFragment, sql } from "../storage/sql.ts";
 
 /**
  * Write helpers for the telemetry tables (migration 0300). Monitoring, alerting and ingest call
  * these instead of writing INSERTs of their own. Each takes a Queryable (the Db or an open
  * transaction) and plain row objects whose keys are column names; unknown keys are a
- * programming error and throw. Rows are written in batches of multi-row INSERTs.
+ * programming error and throw. Rows of tables with an `id` are bulk-loaded with COPY, their ids
+ * generated here (promotion and trap events need them, and COPY returns none); the rest go in
+ * batches of multi-row INSERTs.
  */
 
 type Json = "jsonb";
@@ -310,6 +313,7 @@ export async function insertTelemetry<T extends TelemetryTable>(
       if (v !== undefined) used.add(k);
     }
   }
+  if ("id" in spec && canBulkLoad(db)) return copyTelemetry(db, table, rows, used);
   const columns = [...used];
   const ids: string[] = [];
   if (columns.length === 0) {
@@ -335,6 +339,41 @@ export async function insertTelemetry<T extends TelemetryTable>(
     );
     ids.push(...res.map((r) => r.id));
   }
+  return ids;
+}
+
+/**
+ * COPY path. A column a row leaves undefined takes its default under INSERT; COPY has no
+ * per-row DEFAULT, so rows are grouped by the columns they set and each group is one COPY
+ * (mapped batches are uniform, so this is nearly always one group). Measured against the
+ * multi-row INSERT in bench/telemetry/otlp-ingest.ts (BENCHMARKS.md, "Telemetry ingest").
+ */
+async function copyTelemetry(
+  db: BulkLoad,
+  table: TelemetryTable,
+  rows: readonly Record<string, unknown>[],
+  used: ReadonlySet<string>,
+): Promise<string[]> {
+  const spec = TABLES[table] as ColumnSpec;
+  const ids = rows.map((r) => (typeof r.id === "string" ? r.id : randomUUID()));
+  const groups = new Map<string, { columns: string[]; rows: unknown[][] }>();
+  rows.forEach((r, i) => {
+    const columns = ["id", ...[...used].filter((c) => c !== "id" && r[c] !== undefined)];
+    const key = columns.join(",");
+    let group = groups.get(key);
+    if (!group) {
+      group = { columns, rows: [] };
+      groups.set(key, group);
+    }
+    group.rows.push(
+      columns.map((c) => {
+        if (c === "id") return ids[i];
+        const v = r[c];
+        return spec[c] === "jsonb" && v !== null ? JSON.stringify(v) : v;
+      }),
+    );
+  });
+  for (const group of groups.values()) await db.copyIn(table, group.columns, group.rows);
   return ids;
 }
 

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import fs from "node:fs";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
+import { copyLine, copyStatement } from "../copy-text.ts";
 import {
   DatabaseLockedError,
   type Db,
@@ -12,7 +13,7 @@ import {
 } from "../db.ts";
 import { DbError, noteDbError } from "../db-error.ts";
 import { Mutex } from "../mutex.ts";
-import { BaseQueryable, FnQueryable, FnSession } from "../queryable.ts";
+import { BaseQueryable, FnSession, FnTx } from "../queryable.ts";
 import type { SqlQuery } from "../sql.ts";
 
 interface Pending {
@@ -112,6 +113,33 @@ export class PgliteDb extends BaseQueryable implements Db {
     return this.call("query", { text: q.text, values: q.values }) as Promise<QueryResult>;
   }
 
+  /** COPY from an in-memory file the worker hands PGlite as `/dev/blob`. */
+  private execCopy(
+    table: string,
+    columns: readonly string[],
+    rows: readonly (readonly unknown[])[],
+  ): Promise<number> {
+    if (rows.length === 0) return Promise.resolve(0);
+    let text = "";
+    for (const row of rows) text += copyLine(row);
+    return this.call("copy", {
+      text: copyStatement(table, columns, "'/dev/blob'"),
+      data: text,
+    }) as Promise<number>;
+  }
+
+  copyIn(table: string, columns: readonly string[], rows: readonly (readonly unknown[])[]): Promise<number> {
+    if (this.inHeldConnection()) return this.execCopy(table, columns, rows);
+    return this.mutex.run(() => this.execCopy(table, columns, rows));
+  }
+
+  private txHandle(): FnTx {
+    return new FnTx(
+      (q) => this.exec(q),
+      (table, columns, rows) => this.execCopy(table, columns, rows),
+    );
+  }
+
   private inHeldConnection(): boolean {
     return this.holder.getStore()?.active === true;
   }
@@ -125,7 +153,7 @@ export class PgliteDb extends BaseQueryable implements Db {
     const name = `netmon_sp_${++this.savepoints}`;
     await this.exec({ text: `SAVEPOINT ${name}`, values: [] });
     try {
-      const result = await fn(new FnQueryable((q) => this.exec(q)));
+      const result = await fn(this.txHandle());
       await this.exec({ text: `RELEASE SAVEPOINT ${name}`, values: [] });
       return result;
     } catch (err) {
@@ -152,7 +180,7 @@ export class PgliteDb extends BaseQueryable implements Db {
     if (this.inHeldConnection()) return this.savepoint(fn);
     return this.hold(async () => {
       await this.exec({ text: "BEGIN", values: [] });
-      const tx = new FnQueryable((q) => this.exec(q));
+      const tx = this.txHandle();
       try {
         const result = await fn(tx);
         await this.exec({ text: "COMMIT", values: [] });

@@ -82,6 +82,10 @@ async function handle(msg) {
       const r = await db.query(msg.text, msg.values ?? []);
       return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
     }
+    case "copy": {
+      const r = await db.query(msg.text, [], { blob: new Blob([msg.data]) });
+      return r.affectedRows ?? 0;
+    }
     case "exec": {
       await db.exec(msg.text);
       return null;

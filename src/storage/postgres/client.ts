@@ -1,7 +1,11 @@
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import pg from "pg";
+import { from as copyFrom } from "pg-copy-streams";
+import { copyLine, copyStatement } from "../copy-text.ts";
 import type { Db, DbStats, QueryResult, Session, Tx } from "../db.ts";
 import { connectionFailureCode, DbError, noteDbError } from "../db-error.ts";
-import { BaseQueryable, FnQueryable, FnSession } from "../queryable.ts";
+import { BaseQueryable, FnSession, FnTx } from "../queryable.ts";
 import type { SqlQuery } from "../sql.ts";
 
 // Same type parsing as PGlite: int8 as number (counts, ids within 2^53), the rest as pg defaults.
@@ -42,6 +46,36 @@ async function runOn(client: pg.ClientBase | pg.Pool, q: SqlQuery): Promise<Quer
   } catch (err) {
     throw wrap(err);
   }
+}
+
+/** COPY … FROM STDIN on one connection; resolves with the rows written. */
+async function copyOn(
+  client: pg.ClientBase,
+  table: string,
+  columns: readonly string[],
+  rows: readonly (readonly unknown[])[],
+): Promise<number> {
+  if (rows.length === 0) return 0;
+  const stream = client.query(copyFrom(copyStatement(table, columns, "STDIN")));
+  // Lines go out in chunks of ~64 KiB: one string per row would cost a write call each, one
+  // string for the whole batch would hold it all twice (text and buffer).
+  function* chunks(): Generator<string> {
+    let chunk = "";
+    for (const row of rows) {
+      chunk += copyLine(row);
+      if (chunk.length >= 65_536) {
+        yield chunk;
+        chunk = "";
+      }
+    }
+    if (chunk) yield chunk;
+  }
+  try {
+    await pipeline(Readable.from(chunks()), stream);
+  } catch (err) {
+    throw wrap(err);
+  }
+  return stream.rowCount;
 }
 
 export interface PostgresOptions {
@@ -91,12 +125,30 @@ export class PostgresDb extends BaseQueryable implements Db {
     const { client, release } = await this.checkout();
     try {
       await runOn(client, { text: "BEGIN", values: [] });
-      const result = await fn(new FnQueryable((q) => runOn(client, q)));
+      const result = await fn(
+        new FnTx(
+          (q) => runOn(client, q),
+          (table, columns, rows) => copyOn(client, table, columns, rows),
+        ),
+      );
       await runOn(client, { text: "COMMIT", values: [] });
       return result;
     } catch (err) {
       await runOn(client, { text: "ROLLBACK", values: [] }).catch(() => {});
       throw err;
+    } finally {
+      release();
+    }
+  }
+
+  async copyIn(
+    table: string,
+    columns: readonly string[],
+    rows: readonly (readonly unknown[])[],
+  ): Promise<number> {
+    const { client, release } = await this.checkout();
+    try {
+      return await copyOn(client, table, columns, rows);
     } finally {
       release();
     }
