@@ -7,6 +7,7 @@ import { loadConfig } from "../../src/config/config.ts";
 import { openDatabase } from "../../src/storage/open.ts";
 import { authHeaders } from "../helpers/auth.ts";
 import { type CliWorkspace, cliWorkspace } from "../helpers/cli.ts";
+import { testBackend } from "../helpers/database.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 /**
@@ -101,11 +102,17 @@ function logsRequest(bodies: string[]): string {
  * Post batches from SENDERS loops until each one fails (the process is gone); returns the
  * bodies of every record whose request was answered 200, and calls `onProgress` after each.
  */
-async function ingestUntilDead(url: string, run: string, onProgress: (acked: number) => void) {
+async function ingestUntilDead(
+  url: string,
+  run: string,
+  onProgress: (acked: number) => void,
+  /** Stop sending once this is true (for a server that is meant to survive). */
+  enough: () => boolean = () => false,
+) {
   const acked: string[] = [];
   await Promise.all(
     Array.from({ length: SENDERS }, async (_, s) => {
-      for (let i = 0; ; i++) {
+      for (let i = 0; !enough(); i++) {
         const bodies = Array.from({ length: BATCH }, (_, j) => `${run}-${s}-${i}-${j}`);
         let res: Response;
         try {
@@ -176,6 +183,46 @@ describe("kill -9 mid-ingest loses nothing acknowledged", () => {
     const missing = acked.filter((b) => !stored.has(b));
     expect(missing, `${missing.length} of ${acked.length} acknowledged records lost`).toEqual([]);
   }, 240_000);
+
+  it.skipIf(testBackend() !== "postgres")(
+    "two replicas on PostgreSQL: one killed mid-request, the other keeps answering; nothing either acknowledged is lost",
+    async () => {
+      const run = `replicas${Date.now()}`;
+      const [a, b] = await Promise.all([serve({}), serve({})]);
+      const exited = new Promise((r) => a.child.on("exit", r));
+      let ackedByBAtKill: number | null = null;
+      let ackedByB = 0;
+      const [fromA, fromB] = await Promise.all([
+        ingestUntilDead(a.url, `${run}-a`, (n) => {
+          if (n >= KILL_AFTER_RECORDS && a.child.exitCode === null && a.child.signalCode === null) {
+            a.child.kill("SIGKILL");
+            ackedByBAtKill = ackedByB;
+          }
+        }),
+        // The survivor is sent to throughout, and until it has acknowledged as much again
+        // after the kill as A had before it.
+        ingestUntilDead(
+          b.url,
+          `${run}-b`,
+          (n) => {
+            ackedByB = n;
+          },
+          () => ackedByBAtKill !== null && ackedByB >= ackedByBAtKill + KILL_AFTER_RECORDS,
+        ),
+      ]);
+      await exited;
+      expect(a.child.signalCode).toBe("SIGKILL");
+      // B never stopped answering (its senders only end on `enough`, or on a lost connection).
+      expect(b.child.exitCode).toBeNull();
+      expect(fromB.length).toBeGreaterThanOrEqual((ackedByBAtKill ?? 0) + KILL_AFTER_RECORDS);
+      await stop(b.child);
+      const stored = await storedBodies(run);
+      const acked = [...fromA, ...fromB];
+      const missing = acked.filter((x) => !stored.has(x));
+      expect(missing, `${missing.length} of ${acked.length} acknowledged records lost`).toEqual([]);
+    },
+    240_000,
+  );
 
   it("buffered through JetStream", async () => {
     const stream = `NETMON_KILL_${process.pid}_${Date.now()}`;
