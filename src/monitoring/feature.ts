@@ -101,7 +101,7 @@ export function createMonitoringFeature(opts: MonitoringOptions = {}): Feature {
             const silent = await markSilent(ctx, settings.heartbeatTimeoutSeconds);
             await raiseSilenceAlerts(ctx, silent, settings.heartbeatTimeoutSeconds);
             await clearRecoveredSilenceAlerts(ctx);
-            await endJobsOfGoneAgents(ctx, settings.heartbeatTimeoutSeconds);
+            await endJobsOfGoneAgents(ctx, settings.heartbeatTimeoutSeconds, { defaultAgentUid });
             await clearPlaceableAlerts(ctx);
             await sweepOverdueChecks(ctx);
             await reconcileProfiles(ctx);

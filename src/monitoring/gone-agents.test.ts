@@ -242,3 +242,109 @@ describe("checks placed on a pool of agents by label", () => {
     ]);
   });
 });
+
+describe("checks placed by default on the leader's embedded agent", () => {
+  let ctx: AppContext;
+  let clock = Date.parse("2026-11-24T12:00:00Z");
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    ctx.now = () => new Date(clock);
+  });
+  afterAll(async () => {
+    await ctx?.db.close();
+  });
+
+  const jobOf = (checkId: string) =>
+    ctx.db.one<{
+      id: string;
+      status: string;
+      retry_count: number;
+      target_agent_uid: string | null;
+      default_placement: boolean;
+    }>(
+      sql`SELECT id, status, retry_count, target_agent_uid,
+                 COALESCE((metadata->>'default_placement')::boolean, false) AS default_placement
+          FROM poll_jobs WHERE ${checkId}::uuid = ANY(check_ids) ORDER BY inserted_at DESC LIMIT 1`,
+    );
+
+  it("move to the new leader's agent when the old leader's agent dies; checks pinned to it still end unknown", async () => {
+    // Two replicas' embedded gateways and agents; the old leader's will die.
+    for (const id of ["embedded-old", "embedded-new"]) {
+      await registerGateway(ctx, id, {});
+      await registerAgent(ctx, id, {});
+      await agentOperation(ctx, id, "establish_connection", { gateway_id: id });
+    }
+    const at = new Date(clock);
+    const [running, pinned] = await ctx.db.many<{ id: string }>(sql`
+      INSERT INTO service_checks (name, check_type, target, interval_seconds, agent_uid, next_run_at)
+      VALUES ('unassigned, running', 'tcp', '127.0.0.1', 60, NULL, ${at}),
+             ('pinned to the old leader', 'tcp', '127.0.0.1', 60, 'embedded-old', ${at})
+      RETURNING id`);
+    const [pending] = await ctx.db.many<{ id: string }>(sql`
+      INSERT INTO service_checks (name, check_type, target, interval_seconds, next_run_at)
+      VALUES ('unassigned, not yet claimed', 'tcp', '127.0.0.1', 60, ${new Date(clock + 1000)})
+      RETURNING id`);
+    if (!running || !pinned || !pending) throw new Error("checks not created");
+
+    // The old leader schedules: the unassigned check goes to its agent by default, in a job of
+    // its own (a pin to the same agent is a different placement).
+    await scheduleDue(ctx, { defaultAgentUid: "embedded-old" });
+    const runningJob = await jobOf(running.id);
+    expect(runningJob).toMatchObject({ target_agent_uid: "embedded-old", default_placement: true });
+    expect(await jobOf(pinned.id)).toMatchObject({
+      target_agent_uid: "embedded-old",
+      default_placement: false,
+    });
+    expect((await jobOf(pinned.id))?.id).not.toBe(runningJob?.id);
+    // The old leader's agent takes both jobs and starts the unassigned one.
+    const claimed = await claimJobs(ctx, { gatewayId: "embedded-old", agentUids: ["embedded-old"], max: 10 });
+    expect(claimed.map((j) => j.id)).toContain(runningJob?.id);
+    await startJob(ctx, runningJob?.id as string, "embedded-old");
+    clock += 2000;
+    await scheduleDue(ctx, { defaultAgentUid: "embedded-old" });
+    expect(await jobOf(pending.id)).toMatchObject({ status: "pending", target_agent_uid: "embedded-old" });
+
+    // The old leader is killed; its agent falls silent. The new leader's sweep moves the
+    // unassigned checks' jobs to its own agent instead of ending them.
+    clock += 120_000;
+    await registerAgent(ctx, "embedded-new", {}); // still heartbeating
+    expect((await markSilent(ctx, 60)).agents).toEqual(["embedded-old"]);
+    expect(await endJobsOfGoneAgents(ctx, 60, { defaultAgentUid: "embedded-new" })).toEqual({
+      retried: 2,
+      ended: 1,
+      alerted: 1,
+    });
+    expect(await jobOf(running.id)).toMatchObject({
+      status: "pending",
+      retry_count: 1,
+      target_agent_uid: "embedded-new",
+    });
+    expect(await jobOf(pending.id)).toMatchObject({
+      status: "pending",
+      retry_count: 0,
+      target_agent_uid: "embedded-new",
+    });
+    const state = (id: string) =>
+      ctx.db.one<{ last_result: string | null; inflight: boolean }>(
+        sql`SELECT last_result, inflight_job_id IS NOT NULL AS inflight FROM service_checks WHERE id = ${id}`,
+      );
+    // Still held by their (moved) jobs, never shown unknown; the pinned check is, with its alert.
+    expect(await state(running.id)).toEqual({ last_result: null, inflight: true });
+    expect(await state(pending.id)).toEqual({ last_result: null, inflight: true });
+    expect((await state(pinned.id))?.last_result).toBe("unknown");
+    const alerts = await ctx.db.many<{ service_check_id: string }>(
+      sql`SELECT service_check_id FROM alerts WHERE incident_key LIKE 'service_check:%:unplaceable'`,
+    );
+    expect(alerts.map((a) => a.service_check_id)).toEqual([pinned.id]);
+
+    // The new leader's agent claims both (after the retry's backoff); a second sweep changes nothing.
+    expect(await endJobsOfGoneAgents(ctx, 60, { defaultAgentUid: "embedded-new" })).toEqual({
+      retried: 0,
+      ended: 0,
+      alerted: 0,
+    });
+    clock += 10_000;
+    const taken = await claimJobs(ctx, { gatewayId: "embedded-new", agentUids: ["embedded-new"], max: 10 });
+    expect(taken.flatMap((j) => j.checks.map((c) => c.id)).sort()).toEqual([running.id, pending.id].sort());
+  });
+});

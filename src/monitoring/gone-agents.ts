@@ -19,9 +19,20 @@ import { canRetry, type PollJobStatus, transitionJob } from "./poll-job-state.ts
  *
  * An agent that never registered gets the heartbeat timeout from the job's creation as grace,
  * so a check can be created before its agent is installed.
+ *
+ * A job the scheduler gave to its own embedded agent only because its checks name no agent
+ * (`metadata.default_placement`, NETMON_UNASSIGNED_CHECKS=embedded) is not pinned: when that
+ * agent is gone — typically a replica that led and was killed, its agent holding the runs — the
+ * job moves to the current leader's default agent (`defaultAgentUid`; none: any agent), a
+ * started one failed and retried, a pending one (e.g. retried by the reaper) just re-targeted.
+ * Ending these as unknown with a "cannot run" alert, as before, meant every kill of a leading
+ * replica showed its in-flight checks as unknown and raised an alert naming "gateway null",
+ * although the new leader's agent could run them (found by test/reliability/poll-kill.test.ts).
  */
 const ALIVE = ["connecting", "connected", "degraded"];
 const GATEWAY_ALIVE = ["healthy", "degraded", "recovering"];
+
+const DEFAULT_PLACED = JSON.stringify({ default_placement: true });
 
 type HeldJob = {
   id: string;
@@ -29,18 +40,24 @@ type HeldJob = {
   agent: string;
   agent_status: string | null;
   pinned: boolean;
+  /** Placed on an agent by default (see above): may move to the current default agent. */
+  movable: boolean;
 };
 
 export async function endJobsOfGoneAgents(
   ctx: AppContext,
   heartbeatTimeoutSeconds: number,
+  opts: { defaultAgentUid?: string } = {},
 ): Promise<{ retried: number; ended: number; alerted: number }> {
   const now = ctx.now();
   const graceCutoff = new Date(now.getTime() - heartbeatTimeoutSeconds * 1000);
+  const moveTo = opts.defaultAgentUid ?? null;
   const held = await ctx.db.many<HeldJob>(sql`
     SELECT j.id, j.status, COALESCE(j.agent_id, j.target_agent_uid) AS agent, ag.status AS agent_status,
-           (j.target_agent_uid IS NOT NULL) AS pinned
+           (j.target_agent_uid IS NOT NULL AND NOT p.by_default) AS pinned,
+           (p.by_default AND j.target_agent_uid IS DISTINCT FROM ${moveTo}::text) AS movable
     FROM poll_jobs j
+      CROSS JOIN LATERAL (SELECT COALESCE(j.metadata @> ${DEFAULT_PLACED}::jsonb, false) AS by_default) p
       LEFT JOIN agents ag ON ag.uid = COALESCE(j.agent_id, j.target_agent_uid)
     WHERE j.status IN ('pending', 'dispatching', 'running')
       AND COALESCE(j.agent_id, j.target_agent_uid) IS NOT NULL
@@ -57,6 +74,10 @@ export async function endJobsOfGoneAgents(
         : `agent ${h.agent} is ${h.agent_status}`;
     try {
       const released = await ctx.db.transaction(async (tx) => {
+        if (h.status === "pending" && h.movable) {
+          await retarget(tx, h.id, moveTo, now);
+          return [];
+        }
         if (h.status === "pending") {
           const job = await transitionJob(tx, h.id, { op: "cancel", reason: why }, now);
           return releaseAsUnknown(tx, job.id, why, now);
@@ -69,6 +90,7 @@ export async function endJobsOfGoneAgents(
         );
         if (!h.pinned && canRetry(job)) {
           await transitionJob(tx, job.id, { op: "retry" }, now);
+          if (h.movable) await retarget(tx, job.id, moveTo, now);
           return [];
         }
         return releaseAsUnknown(tx, job.id, why, now);
@@ -165,6 +187,16 @@ export async function endJobsOfGoneAgents(
     if (created) alerted++;
   }
   return { retried, ended, alerted };
+}
+
+/**
+ * Move a pending job placed by default to another agent (null: any agent). Not a status change,
+ * so not the state machine's business; `status = 'pending'` guards against a concurrent claim.
+ */
+async function retarget(tx: Queryable, jobId: string, agentUid: string | null, now: Date): Promise<void> {
+  await tx.query(sql`
+    UPDATE poll_jobs SET target_agent_uid = ${agentUid}, updated_at = ${now}
+    WHERE id = ${jobId} AND status = 'pending'`);
 }
 
 /** End a job's hold on its checks and show them `unknown` with the reason; returns their ids. */

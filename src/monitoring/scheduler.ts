@@ -165,6 +165,8 @@ export async function scheduleDue(
       {
         schedule: { id: string; name: string; priority: number; timeout: number | null };
         agent: string | null;
+        /** The agent is the default placement (the check names none), not a pin. */
+        byDefault: boolean;
         gateway: string | null;
         labels: string | null;
         checks: DueRow[];
@@ -193,10 +195,11 @@ export async function scheduleDue(
       // An agent pin wins; a gateway or a label pool keeps the check off the default (embedded) agent.
       const pooled = d.agent_labels !== null && Object.keys(d.agent_labels).length > 0;
       const agent = d.agent_uid ?? (d.gateway_id || pooled ? null : (opts.defaultAgentUid ?? null));
+      const byDefault = !d.agent_uid && agent !== null;
       const gateway = d.agent_uid ? null : d.gateway_id;
       const labels = !d.agent_uid && pooled && d.agent_labels ? canonicalJson(d.agent_labels) : null;
-      const key = `${schedule.id}|${agent ?? ""}|${gateway ?? ""}|${labels ?? ""}`;
-      const g = groups.get(key) ?? { schedule, agent, gateway, labels, checks: [] };
+      const key = `${schedule.id}|${agent ?? ""}|${byDefault ? "default" : ""}|${gateway ?? ""}|${labels ?? ""}`;
+      const g = groups.get(key) ?? { schedule, agent, byDefault, gateway, labels, checks: [] };
       g.checks.push(d);
       groups.set(key, g);
     }
@@ -236,7 +239,14 @@ export async function scheduleDue(
         job.agent.push(g.agent);
         job.gateway.push(g.gateway);
         job.labels.push(g.labels);
-        job.meta.push(JSON.stringify({ due_at: new Date(dueAt).toISOString() }));
+        // `default_placement`: the job went to the leader's embedded agent only because its
+        // checks name no agent. If that agent dies, the job may run elsewhere (gone-agents.ts).
+        job.meta.push(
+          JSON.stringify({
+            due_at: new Date(dueAt).toISOString(),
+            ...(g.byDefault ? { default_placement: true } : {}),
+          }),
+        );
         for (const p of part) {
           flat.check.push(p.id);
           flat.job.push(id);

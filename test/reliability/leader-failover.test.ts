@@ -67,11 +67,15 @@ async function startReplica(databaseUrl: string): Promise<Replica> {
   return { child, url };
 }
 
-/** The backend pid holding the scheduler's advisory lock, or null. */
+/**
+ * The backend pid holding the scheduler's advisory lock in this test's database, or null
+ * (pg_locks is cluster-wide: other tests' servers hold the same key in their databases).
+ */
 async function schedulerHolder(db: PostgresDb): Promise<number | null> {
   const r = await db.one<{ pid: number }>(
     `SELECT pid FROM pg_locks
      WHERE locktype = 'advisory' AND granted AND objsubid = 1
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
        AND ((classid::int8 << 32) | objid::int8) = $1::int8`,
     [SCHEDULER_LOCK_KEY.toString()],
   );
