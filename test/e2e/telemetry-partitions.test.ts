@@ -42,7 +42,9 @@ describe("partitioned telemetry through the server", () => {
     (await srql(`in:logs service_name:partition-probe ${time} sort:timestamp:asc`)).map((r) => r.body);
 
   it("creates partitions ahead at start (beyond the migration's two days)", async () => {
-    const furthest = new Date(server.ctx.now().getTime() + PARTITION_DAYS_AHEAD * DAY);
+    // Days are counted from a minute ago: had UTC midnight passed since the server started, the
+    // new day's furthest partition would wait for the leader's next run (not a failure).
+    const furthest = new Date(server.ctx.now().getTime() - 60_000 + PARTITION_DAYS_AHEAD * DAY);
     const name = `logs_p${furthest.toISOString().slice(0, 10).replaceAll("-", "")}`;
     await waitFor(
       async () => (await listPartitions(server.db, "logs")).some((p) => p.name === name),
