@@ -1,11 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { SCHEDULER_LOCK_KEY } from "../../src/monitoring/scheduler.ts";
 import { PostgresDb } from "../../src/storage/postgres/client.ts";
 import { createPgDatabase, testBackend } from "../helpers/database.ts";
+import { schedulerHolder, startReplica, stopReplicas } from "../helpers/replica.ts";
 
 /**
  * Issue 19: leader failover, measured. Two real `netmon serve` processes share one PostgreSQL
@@ -14,73 +13,20 @@ import { createPgDatabase, testBackend } from "../helpers/database.ts";
  * survivor keeps answering. Bound: 10 s (the issue's requirement). PostgreSQL only: an
  * embedded database belongs to one process, so there is no second replica to fail over to.
  */
-const BIN = path.resolve("bin/netmon.mjs");
 const BOUND_MS = 10_000;
 
-interface Replica {
-  child: ChildProcess;
-  url: string;
-}
-
-const started: ChildProcess[] = [];
 const KEY_FILE = path.join(os.tmpdir(), `netmon-failover-${process.pid}.key`);
-const dirs: string[] = [KEY_FILE];
-afterAll(async () => {
-  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+afterAll(() => {
+  stopReplicas();
+  fs.rmSync(KEY_FILE, { force: true });
 });
 
-async function startReplica(databaseUrl: string): Promise<Replica> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "netmon-failover-"));
-  dirs.push(dataDir);
-  // One key file for both replicas, as in production.
-  const child = spawn(process.execPath, [BIN, "serve"], {
-    env: {
-      ...process.env,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      DATABASE_URL: databaseUrl,
-      NETMON_DATA_DIR: dataDir,
-      NETMON_SECRET_KEY_FILE: KEY_FILE,
-      NETMON_EMBEDDED_AGENT: "false",
-      NETMON_INITIAL_ADMIN: "false",
-      NETMON_LOG_FORMAT: "json",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  started.push(child);
-  let out = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`replica did not start: ${out}`)), 120_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = /netmon listening on (http:\/\/[\d.:]+)/.exec(out);
-      if (m) {
-        clearTimeout(t);
-        resolve(m[1] as string);
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`replica exited ${code}: ${out}`)));
-  });
-  return { child, url };
-}
-
-/**
- * The backend pid holding the scheduler's advisory lock in this test's database, or null
- * (pg_locks is cluster-wide: other tests' servers hold the same key in their databases).
- */
-async function schedulerHolder(db: PostgresDb): Promise<number | null> {
-  const r = await db.one<{ pid: number }>(
-    `SELECT pid FROM pg_locks
-     WHERE locktype = 'advisory' AND granted AND objsubid = 1
-       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-       AND ((classid::int8 << 32) | objid::int8) = $1::int8`,
-    [SCHEDULER_LOCK_KEY.toString()],
+/** A replica on `databaseUrl`; one key file for both replicas, as in production. */
+const replica = (databaseUrl: string) =>
+  startReplica(
+    { DATABASE_URL: databaseUrl, NETMON_SECRET_KEY_FILE: KEY_FILE, NETMON_LOG_FORMAT: "json" },
+    "netmon-failover-",
   );
-  return r ? Number(r.pid) : null;
-}
 
 async function until<T>(
   fn: () => Promise<T | null | undefined | false>,
@@ -101,9 +47,9 @@ describe.skipIf(testBackend() !== "postgres")("leader failover (two replicas on 
     const url = await createPgDatabase(true);
     const db = await PostgresDb.open({ connectionString: url, poolSize: 2, applicationName: "netmon-test" });
     try {
-      const a = await startReplica(url);
+      const a = await replica(url);
       const leaderPid = await until(() => schedulerHolder(db), 60_000, "a leader");
-      const b = await startReplica(url);
+      const b = await replica(url);
       // B starts as a follower: the lock stays with A's session.
       await new Promise((r) => setTimeout(r, 1500));
       expect(await schedulerHolder(db)).toBe(leaderPid);

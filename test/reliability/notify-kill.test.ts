@@ -1,13 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import fs from "node:fs";
 import http from "node:http";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { PostgresDb } from "../../src/storage/postgres/client.ts";
 import { authHeaders } from "../helpers/auth.ts";
 import { type CliWorkspace, cliWorkspace } from "../helpers/cli.ts";
 import { testBackend } from "../helpers/database.ts";
+import { startReplica, stopReplicas } from "../helpers/replica.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 /**
@@ -17,53 +14,17 @@ import { waitFor } from "../helpers/wait.ts";
  * answered. The survivor B must send each of them — at least once, and since none was answered
  * before the kill, exactly once with a 2xx — after the claim timeout (12 s here).
  */
-const BIN = path.resolve("bin/netmon.mjs");
 const CLAIM_TIMEOUT_S = 12;
 const ALERTS = 5;
 
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
 let ws: CliWorkspace | undefined;
 afterAll(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  stopReplicas();
   ws?.cleanup();
 });
 
-function replica(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "netmon-notify-kill-"));
-  dirs.push(dataDir);
-  const child = spawn(process.execPath, [BIN, "serve"], {
-    env: {
-      ...process.env,
-      ...env,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      NETMON_DATA_DIR: dataDir,
-      NETMON_EMBEDDED_AGENT: "false",
-      NETMON_INITIAL_ADMIN: "false",
-      NETMON_LOG_LEVEL: "info",
-      NETMON_NOTIFY_CLAIM_TIMEOUT: `${CLAIM_TIMEOUT_S}s`,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let out = "";
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`replica did not start: ${out}`)), 120_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = /netmon listening on (http:\/\/[\d.:]+)/.exec(out);
-      if (m) {
-        clearTimeout(t);
-        resolve({ child, url: m[1] as string });
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`replica exited ${code}: ${out}`)));
-  });
-}
+const replica = (env: Record<string, string>) =>
+  startReplica({ ...env, NETMON_NOTIFY_CLAIM_TIMEOUT: `${CLAIM_TIMEOUT_S}s` }, "netmon-notify-kill-");
 
 describe.skipIf(testBackend() !== "postgres")("kill -9 mid-notification (two replicas on PostgreSQL)", () => {
   it("the survivor sends every notification the dead replica had claimed", async () => {

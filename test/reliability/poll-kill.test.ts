@@ -1,14 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import fs from "node:fs";
 import http from "node:http";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { SCHEDULER_LOCK_KEY } from "../../src/monitoring/scheduler.ts";
 import { PostgresDb } from "../../src/storage/postgres/client.ts";
 import { authHeaders } from "../helpers/auth.ts";
 import { type CliWorkspace, cliWorkspace } from "../helpers/cli.ts";
 import { testBackend } from "../helpers/database.ts";
+import { schedulerHolder, startReplica, stopReplicas } from "../helpers/replica.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 /**
@@ -32,75 +28,24 @@ import { waitFor } from "../helpers/wait.ts";
  * and each result of a completed job is one service_status row. The *probe* is at-least-once:
  * the target saw A's request and sees B's again.
  */
-const BIN = path.resolve("bin/netmon.mjs");
 const HEARTBEAT_TIMEOUT_S = 20;
 const HELD = 4;
 const FAST = 2;
 const INTERVAL_S = 5;
 const CHECK_TIMEOUT_S = 30;
 
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
 let ws: CliWorkspace | undefined;
 afterAll(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  stopReplicas();
   ws?.cleanup();
 });
 
-function replica(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "netmon-poll-kill-"));
-  dirs.push(dataDir);
-  const child = spawn(process.execPath, [BIN, "serve"], {
-    env: {
-      ...process.env,
-      ...env,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      // Its own data directory: its own instance id, so its own embedded gateway and agent.
-      NETMON_DATA_DIR: dataDir,
-      NETMON_EMBEDDED_AGENT: "true",
-      NETMON_INITIAL_ADMIN: "false",
-      NETMON_LOG_LEVEL: "info",
-      NETMON_HEARTBEAT_TIMEOUT: `${HEARTBEAT_TIMEOUT_S}s`,
-      NETMON_OTLP_GRPC_PORT: "0",
-      NETMON_SYSLOG_PORT: "0",
-      NETMON_SNMP_TRAP_PORT: "0",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let out = "";
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`replica did not start: ${out}`)), 120_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = /netmon listening on (http:\/\/[\d.:]+)/.exec(out);
-      if (m) {
-        clearTimeout(t);
-        resolve({ child, url: m[1] as string });
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`replica exited ${code}: ${out}`)));
-  });
-}
-
-/**
- * The backend pid holding the scheduler's advisory lock in this test's database, or null
- * (pg_locks is cluster-wide: other tests' servers hold the same key in their databases).
- */
-async function schedulerHolder(db: PostgresDb): Promise<number | null> {
-  const r = await db.one<{ pid: number }>(
-    `SELECT pid FROM pg_locks
-     WHERE locktype = 'advisory' AND granted AND objsubid = 1
-       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-       AND ((classid::int8 << 32) | objid::int8) = $1::int8`,
-    [SCHEDULER_LOCK_KEY.toString()],
+/** A replica with its own embedded agent, noticing a silent agent after HEARTBEAT_TIMEOUT_S. */
+const replica = (env: Record<string, string>) =>
+  startReplica(
+    { ...env, NETMON_EMBEDDED_AGENT: "true", NETMON_HEARTBEAT_TIMEOUT: `${HEARTBEAT_TIMEOUT_S}s` },
+    "netmon-poll-kill-",
   );
-  return r ? Number(r.pid) : null;
-}
 
 describe.skipIf(testBackend() !== "postgres")("kill -9 mid-poll (two replicas on PostgreSQL)", () => {
   it("the survivor re-runs the dead replica's in-flight jobs and keeps every check running; each result recorded once", async () => {
