@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../../test/helpers/database.ts";
-import type { Db, Queryable } from "../storage/db.ts";
+import type { BulkLoad, Db, Queryable } from "../storage/db.ts";
 import { ident, sql } from "../storage/sql.ts";
-import { insertLogs, insertMetricPoints, type TelemetryTable } from "./write.ts";
+import { COPY_MIN_ROWS, insertLogs, insertMetricPoints, type TelemetryTable } from "./write.ts";
 
 /**
  * The COPY path (tables with an id) and the multi-row INSERT path must store the same values:
@@ -10,6 +10,26 @@ import { insertLogs, insertMetricPoints, type TelemetryTable } from "./write.ts"
  * Queryable without `copyIn`.
  */
 const HOSTILE = 'tab\there, newline\nand\r\\N backslash \\ quote " comma , braces {} ünï 💥';
+
+/** The row first, then fillers up to COPY_MIN_ROWS, so the batch takes the COPY path. */
+function copyBatch<T extends object>(row: T, filler: (i: number) => T): T[] {
+  return [row, ...Array.from({ length: COPY_MIN_ROWS - 1 }, (_, i) => filler(i))];
+}
+
+/** The database, counting the COPYs made through it (to prove the COPY path ran). */
+function counting(db: Db): Queryable & BulkLoad & { copies: number } {
+  const q = {
+    copies: 0,
+    query: db.query.bind(db),
+    one: db.one.bind(db),
+    many: db.many.bind(db),
+    copyIn: (table: string, columns: readonly string[], rows: readonly (readonly unknown[])[]) => {
+      q.copies++;
+      return db.copyIn(table, columns, rows);
+    },
+  } as Queryable & BulkLoad & { copies: number };
+  return q;
+}
 
 function insertOnly(db: Db): Queryable {
   return { query: (q, v) => db.query(q, v), one: (q, v) => db.one(q, v), many: (q, v) => db.many(q, v) };
@@ -45,7 +65,12 @@ describe("telemetry writes: COPY and INSERT store the same rows", () => {
       resource_attributes: ["a", HOSTILE],
       source: "otlp",
     };
-    const [viaCopy] = await insertLogs(db, [row]);
+    const copying = counting(db);
+    const [viaCopy] = await insertLogs(
+      copying,
+      copyBatch(row, (i) => ({ ...row, body: `filler ${i}` })),
+    );
+    expect(copying.copies).toBe(1);
     const [viaInsert] = await insertLogs(insertOnly(db), [row]);
     expect(viaCopy).toMatch(/^[0-9a-f-]{36}$/);
     expect(viaInsert).toMatch(/^[0-9a-f-]{36}$/);
@@ -73,7 +98,10 @@ describe("telemetry writes: COPY and INSERT store the same rows", () => {
       explicit_bounds: [0.5, 1e-9, Number.NEGATIVE_INFINITY],
       attributes: { route: HOSTILE },
     };
-    const [viaCopy] = await insertMetricPoints(db, [row]);
+    const [viaCopy] = await insertMetricPoints(
+      db,
+      copyBatch(row, () => row),
+    );
     const [viaInsert] = await insertMetricPoints(insertOnly(db), [row]);
     const copied = await readBack("otel_metric_points", viaCopy as string);
     expect(copied).toEqual(await readBack("otel_metric_points", viaInsert as string));
@@ -84,13 +112,17 @@ describe("telemetry writes: COPY and INSERT store the same rows", () => {
 
   it("rows that set different columns each get the defaults they left out, ids in row order", async () => {
     const ts = new Date("2026-11-25T09:00:00Z");
-    const ids = await insertLogs(db, [
+    const rows = [
       { timestamp: ts, body: "first", partition: "edge" },
       { timestamp: ts, body: "second" },
       { timestamp: ts, body: "third", partition: "edge" },
+    ];
+    const ids = await insertLogs(db, [
+      ...rows,
+      ...Array.from({ length: COPY_MIN_ROWS }, (_, i) => ({ timestamp: ts, body: `filler ${i}` })),
     ]);
-    expect(ids).toHaveLength(3);
-    const got = await Promise.all(ids.map((id) => readBack("logs", id)));
+    expect(ids).toHaveLength(rows.length + COPY_MIN_ROWS);
+    const got = await Promise.all(ids.slice(0, 3).map((id) => readBack("logs", id)));
     expect(got.map((r) => [r.body, r.partition])).toEqual([
       ["first", "edge"],
       ["second", "default"],
@@ -103,7 +135,7 @@ describe("telemetry writes: COPY and INSERT store the same rows", () => {
     await expect(
       db.transaction((tx) =>
         insertLogs(tx, [
-          { timestamp: new Date(), body: marker },
+          ...Array.from({ length: COPY_MIN_ROWS }, () => ({ timestamp: new Date(), body: marker })),
           { timestamp: "not a timestamp", body: marker },
         ]),
       ),
@@ -111,6 +143,7 @@ describe("telemetry writes: COPY and INSERT store the same rows", () => {
     const n = await db.one<{ n: number }>(sql`SELECT count(*)::int AS n FROM logs WHERE body = ${marker}`);
     expect(n?.n).toBe(0);
     // The database is usable afterwards (the connection left no COPY half open).
-    expect((await insertLogs(db, [{ timestamp: new Date(), body: marker }])).length).toBe(1);
+    const again = Array.from({ length: COPY_MIN_ROWS }, () => ({ timestamp: new Date(), body: marker }));
+    expect((await insertLogs(db, again)).length).toBe(COPY_MIN_ROWS);
   });
 });
