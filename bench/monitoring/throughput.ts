@@ -4,7 +4,9 @@
  * probing the same targets at the same request rate.
  *
  *   NETMON_BENCH_CHECKS=10000 NETMON_BENCH_SECONDS=150 node --import tsx bench/monitoring/throughput.ts
- *   (NETMON_BENCH_DATABASE_URL=postgres://… to use PostgreSQL instead of PGlite)
+ *   (NETMON_BENCH_DATABASE_URL=postgres://… to use PostgreSQL instead of PGlite;
+ *   NETMON_BENCH_INTERVAL, default 60 s: the checks' interval, also the warm-up before the steady
+ *   window, so NETMON_BENCH_SECONDS must exceed it — shorter only for `npm run bench -- --quick`)
  *
  * Core + gateway run in this process (core scheduler, claim endpoint, result recording;
  * the gateway's HTTP face for agents); the agent is a separate `netmon agent` process; the
@@ -29,7 +31,8 @@ import { sql } from "../../src/storage/sql.ts";
 
 const N = Number(process.env.NETMON_BENCH_CHECKS ?? 10_000);
 const SECONDS = Math.min(420, Number(process.env.NETMON_BENCH_SECONDS ?? 150));
-const INTERVAL = 60;
+const INTERVAL = Number(process.env.NETMON_BENCH_INTERVAL ?? 60);
+if (!(SECONDS > INTERVAL)) throw new Error("NETMON_BENCH_SECONDS must exceed NETMON_BENCH_INTERVAL");
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
 function rssKb(pid: number): { rss: number; hwm: number } {
@@ -251,7 +254,7 @@ if (bbBin) {
     stdio: "ignore",
   });
   await new Promise((r) => setTimeout(r, 1500));
-  const rate = N / 60; // probes per second to match N checks per minute
+  const rate = N / INTERVAL; // probes per second to match N checks per interval
   const BB_SECONDS = Math.min(60, SECONDS);
   const lat: number[] = [];
   let done = 0;
