@@ -7,11 +7,14 @@ import { makePrivateDir } from "./private-dir.ts";
 
 /** PostgreSQL when DATABASE_URL is set, otherwise embedded PGlite under the data directory. */
 export async function openDatabase(
-  config: Pick<Config, "databaseUrl" | "dataDir" | "dbPoolSize">,
+  config: Pick<Config, "databaseUrl" | "dataDir" | "dbPoolSize"> & Partial<Pick<Config, "pgliteSharedBuffersMb">>,
 ): Promise<Db> {
   if (config.databaseUrl) {
     return PostgresDb.open({ connectionString: config.databaseUrl, poolSize: config.dbPoolSize });
   }
   makePrivateDir(config.dataDir);
-  return PgliteDb.open({ dataDir: path.join(config.dataDir, "pg") });
+  return PgliteDb.open({
+    dataDir: path.join(config.dataDir, "pg"),
+    sharedBuffersMb: config.pgliteSharedBuffersMb,
+  });
 }

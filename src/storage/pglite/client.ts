@@ -33,6 +33,12 @@ export interface PgliteOptions {
   dataDir?: string;
   /** A dump (from `dump()`) to start from instead of running initdb: ~0.5 s instead of 2–5 s. */
   loadDataDir?: Uint8Array;
+  /**
+   * PostgreSQL's shared_buffers in MiB (default 32; PGlite's own default is 128). Reads that
+   * miss it are served by the OS page cache through the file system, so a large cache mostly
+   * costs resident memory: bench/ops/RESULTS.md has the measurement.
+   */
+  sharedBuffersMb?: number;
 }
 
 /**
@@ -61,7 +67,11 @@ export class PgliteDb extends BaseQueryable implements Db {
     super();
     this.lockFile = lockFile;
     this.worker = new Worker(new URL("./worker.mjs", import.meta.url), {
-      workerData: { dataDir: opts.dataDir, loadDataDir: opts.loadDataDir },
+      workerData: {
+        dataDir: opts.dataDir,
+        loadDataDir: opts.loadDataDir,
+        sharedBuffersMb: opts.sharedBuffersMb ?? 32,
+      },
     });
     this.ready = new Promise<void>((resolve, reject) => {
       this.pending.set(0, { resolve: () => resolve(), reject });

@@ -6,7 +6,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { PGlite } from "@electric-sql/pglite";
 import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 
-const { dataDir, loadDataDir } = workerData;
+const { dataDir, loadDataDir, sharedBuffersMb } = workerData;
 
 // PGlite's file system layer (Emscripten NODEFS) chmods every file to the WASM-side mode
 // (0666/0777), which the process umask does not touch. The data directory must stay private
@@ -34,7 +34,11 @@ const ready = (async () => {
   // int8 as a number, as the PostgreSQL driver does (src/storage/postgres/client.ts): PGlite's
   // default returns a BigInt past 2^53 (OTLP's unix-nanosecond columns), which JSON cannot
   // serialise — /api/query answered 500 for spans.
-  const opts = { extensions: { pg_trgm }, parsers: { 20: (v) => Number(v) } };
+  const opts = {
+    extensions: { pg_trgm },
+    parsers: { 20: (v) => Number(v) },
+    startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${Number(sharedBuffersMb)}MB`],
+  };
   if (dataDir) opts.dataDir = dataDir;
   if (loadDataDir) opts.loadDataDir = new Blob([loadDataDir]);
   db = await PGlite.create(opts);
