@@ -18,6 +18,7 @@
 //                      run never truncates the 1,000,000-device seed that takes half an hour to build.
 //                      Without --quick it writes BENCHMARKS.md: a deliberate choice, each section marked.
 //   --write            write BENCHMARKS.md even for a --quick run.
+//   --recorded         run nothing; refresh BENCHMARKS.md's copy of the bench/<domain>/RESULTS.md files.
 //   --timeout=<s>      per-script timeout in seconds (default 540, --quick 90).
 //
 // Each section of a --quick or --scale run says so and shows the knobs it ran with. The scripts
@@ -37,7 +38,7 @@ const QUICK_TIMEOUT_MS = 90_000;
 const QUICK_BUDGET_S = 5 * 60;
 
 const USAGE =
-  "usage: npm run bench -- [<substring>…] [--quick] [--scale=<devices>] [--write] [--timeout=<s>]";
+  "usage: npm run bench -- [<substring>…] [--quick] [--scale=<devices>] [--write] [--timeout=<s>] [--recorded]";
 function fail(msg: string): never {
   process.stderr.write(`${msg}\n${USAGE}\n`);
   process.exit(2);
@@ -52,12 +53,15 @@ function parseCount(s: string): number {
 
 let quick = false;
 let write = false;
+/** `--recorded`: run nothing, only rewrite BENCHMARKS.md's copy of the bench/<domain>/RESULTS.md files. */
+let recordedOnly = false;
 let scaleArg: number | undefined;
 let timeoutArg: number | undefined;
 const filters: string[] = [];
 for (const arg of process.argv.slice(2)) {
   if (arg === "--quick") quick = true;
   else if (arg === "--write") write = true;
+  else if (arg === "--recorded") recordedOnly = true;
   else if (arg.startsWith("--scale=")) {
     scaleArg = parseCount(arg.slice("--scale=".length));
     if (!Number.isSafeInteger(scaleArg) || scaleArg < MIN_DEVICES)
@@ -172,8 +176,8 @@ for (const s of all.filter((x) => !scripts.includes(x))) {
 }
 // Library-style helpers under bench/<domain>/ that are not benchmarks on their own.
 const notBenchmarks = new Set(["bench/monitoring/targets-child.ts"]);
-const toRun = scripts.filter((s) => !notBenchmarks.has(s));
-if (toRun.length === 0) fail(`no benchmark script matches ${filters.join(", ")}`);
+const toRun = recordedOnly ? [] : scripts.filter((s) => !notBenchmarks.has(s));
+if (toRun.length === 0 && !recordedOnly) fail(`no benchmark script matches ${filters.join(", ")}`);
 
 interface Outcome {
   status: number | null;
@@ -321,8 +325,8 @@ if (path.basename(out) === "BENCHMARKS.md") {
   recordedBlock = `${RECORDED_MARK}\n# Recorded domain benchmark runs\n\n${recorded.join("\n")}`;
 }
 
-if (filters.length > 0 && fs.existsSync(out)) {
-  // Partial run: replace only the sections that were re-run.
+if ((filters.length > 0 || recordedOnly) && fs.existsSync(out)) {
+  // Partial run (or --recorded): replace only the sections that were re-run.
   let text = fs.readFileSync(out, "utf8").split(RECORDED_MARK)[0] as string;
   for (const s of sections) {
     const marker = /<!-- (\S+) /.exec(s)?.[1];
