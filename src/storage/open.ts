@@ -7,7 +7,8 @@ import { makePrivateDir } from "./private-dir.ts";
 
 /** PostgreSQL when DATABASE_URL is set, otherwise embedded PGlite under the data directory. */
 export async function openDatabase(
-  config: Pick<Config, "databaseUrl" | "dataDir" | "dbPoolSize"> & Partial<Pick<Config, "pgliteSharedBuffersMb">>,
+  config: Pick<Config, "databaseUrl" | "dataDir" | "dbPoolSize"> &
+    Partial<Pick<Config, "pgliteSharedBuffersMb">>,
 ): Promise<Db> {
   if (config.databaseUrl) {
     return PostgresDb.open({ connectionString: config.databaseUrl, poolSize: config.dbPoolSize });
