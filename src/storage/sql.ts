@@ -17,7 +17,7 @@ export interface SqlFragment {
   readonly values: readonly unknown[];
 }
 
-function isFragment(v: unknown): v is SqlFragment {
+export function isFragment(v: unknown): v is SqlFragment {
   return typeof v === "object" && v !== null && (v as { [FRAGMENT]?: true })[FRAGMENT] === true;
 }
 
