@@ -9,18 +9,19 @@
  *   reopen       resolved, suppressed → pending
  *
  * An operation from any other state throws InvalidTransitionError (400) and changes nothing.
- * Every transition runs in a transaction holding the alert's row lock, so concurrent
- * operations serialise; listeners (notification routing) run after commit.
+ * Every transition runs through the action runner's state writer (src/jsonapi/engine/transitions.ts)
+ * in a transaction holding the alert's row lock, so concurrent operations serialise; listeners
+ * (notification routing) run after commit.
  */
 import type { Actor } from "../access/actor.ts";
+import { stateTable, transitionRow } from "../jsonapi/engine/transitions.ts";
 import {
   canTransition as canMachineTransition,
-  checkTransition,
   defineStateMachine,
   type StateMachine,
 } from "../jsonapi/state-machine.ts";
 import type { AppContext } from "../kernel/context.ts";
-import { NotFoundError, ValidationError } from "../kernel/errors.ts";
+import { ValidationError } from "../kernel/errors.ts";
 import type { Queryable } from "../storage/db.ts";
 import { sql } from "../storage/sql.ts";
 import {
@@ -172,21 +173,40 @@ export async function insertAlert(q: Queryable, now: Date, input: TriggerAlertIn
 }
 
 // ---------------------------------------------------------------------------------------------
-// Transitions. `apply*` run on an open transaction (the JSON:API engine's, or ours) and do not
-// notify listeners; the ctx-level functions open a transaction and notify after commit.
+// Transitions. `apply*` run on an open transaction (the JSON:API engine's, or a rule engine's
+// batch) and do not notify listeners; they write through the action runner's state writer, which
+// locks the alert, checks the transition against ALERT_STATE_MACHINE and guards the write.
 
-async function lockForTransition(q: Queryable, id: string, op: AlertOperation): Promise<AlertRow> {
-  const current = await q.one<AlertRow>(sql`SELECT * FROM alerts WHERE id = ${id} FOR UPDATE`);
-  if (!current) throw new NotFoundError("alert not found");
-  checkTransition(ALERT_STATE_MACHINE, op, current.status, op);
-  return current;
-}
+/** The alerts table as its lifecycle writes it: the columns each transition may change. */
+export const ALERT_STATES = stateTable({
+  machine: ALERT_STATE_MACHINE,
+  table: "alerts",
+  key: "id",
+  keyType: "uuid",
+  touch: "updated_at",
+  columns: {
+    acknowledged_at: "timestamptz",
+    acknowledged_by: "text",
+    acknowledged_by_user_id: "uuid",
+    acknowledge_note: "text",
+    snooze_until: "timestamptz",
+    resolved_at: "timestamptz",
+    resolved_by: "text",
+    resolution_note: "text",
+    escalated_at: "timestamptz",
+    escalation_reason: "text",
+    escalation_level: "integer",
+    suppressed_until: "timestamptz",
+  },
+});
 
-async function must(p: Promise<AlertRow | undefined>, op: string): Promise<AlertRow> {
-  const row = await p;
-  if (!row) throw new Error(`alert ${op} updated no row`);
-  return row;
-}
+const transition = (
+  q: Queryable,
+  now: Date,
+  id: string,
+  op: AlertOperation,
+  changes: Record<string, unknown>,
+) => transitionRow<AlertRow & Record<string, unknown>>(q, ALERT_STATES, id, op, changes, now);
 
 export interface AcknowledgeInput {
   /** Who acknowledged; defaults to the caller. */
@@ -194,24 +214,21 @@ export interface AcknowledgeInput {
   note?: string | null;
 }
 
-export async function applyAcknowledge(
+export function applyAcknowledge(
   q: Queryable,
   now: Date,
   actor: Actor,
   id: string,
   input: AcknowledgeInput = {},
 ): Promise<AlertRow> {
-  await lockForTransition(q, id, "acknowledge");
   const by = input.acknowledged_by?.trim() ? input.acknowledged_by.trim() : actorLabel(actor);
-  const userId = actor.kind === "user" ? actor.id : null;
-  return must(
-    q.one<AlertRow>(sql`
-      UPDATE alerts SET status = 'acknowledged', acknowledged_at = ${now}, acknowledged_by = ${by},
-        acknowledged_by_user_id = ${userId}, acknowledge_note = ${input.note ?? null}, snooze_until = NULL,
-        updated_at = ${now}
-      WHERE id = ${id} RETURNING *`),
-    "acknowledge",
-  );
+  return transition(q, now, id, "acknowledge", {
+    acknowledged_at: now,
+    acknowledged_by: by,
+    acknowledged_by_user_id: actor.kind === "user" ? actor.id : null,
+    acknowledge_note: input.note ?? null,
+    snooze_until: null,
+  });
 }
 
 export interface ResolveInput {
@@ -219,65 +236,49 @@ export interface ResolveInput {
   resolution_note?: string | null;
 }
 
-export async function applyResolve(
+export function applyResolve(
   q: Queryable,
   now: Date,
   actor: Actor,
   id: string,
   input: ResolveInput = {},
 ): Promise<AlertRow> {
-  await lockForTransition(q, id, "resolve");
   const by = input.resolved_by?.trim() ? input.resolved_by.trim() : actorLabel(actor);
-  return must(
-    q.one<AlertRow>(sql`
-      UPDATE alerts SET status = 'resolved', resolved_at = ${now}, resolved_by = ${by},
-        resolution_note = ${input.resolution_note ?? null}, updated_at = ${now}
-      WHERE id = ${id} RETURNING *`),
-    "resolve",
-  );
+  return transition(q, now, id, "resolve", {
+    resolved_at: now,
+    resolved_by: by,
+    resolution_note: input.resolution_note ?? null,
+  });
 }
 
-export async function applyEscalate(
+export function applyEscalate(
   q: Queryable,
   now: Date,
   id: string,
   input: { reason?: string | null } = {},
 ): Promise<AlertRow> {
-  await lockForTransition(q, id, "escalate");
-  return must(
-    q.one<AlertRow>(sql`
-      UPDATE alerts SET status = 'escalated', escalated_at = ${now}, escalation_reason = ${input.reason ?? null},
-        escalation_level = escalation_level + 1, updated_at = ${now}
-      WHERE id = ${id} RETURNING *`),
-    "escalate",
-  );
+  return transition(q, now, id, "escalate", {
+    escalated_at: now,
+    escalation_reason: input.reason ?? null,
+    escalation_level: sql`escalation_level + 1`,
+  });
 }
 
-export async function applySuppress(
+export function applySuppress(
   q: Queryable,
   now: Date,
   id: string,
   input: { until?: Date | string | null } = {},
 ): Promise<AlertRow> {
-  const until = toDate(input.until);
-  await lockForTransition(q, id, "suppress");
-  return must(
-    q.one<AlertRow>(sql`
-      UPDATE alerts SET status = 'suppressed', suppressed_until = ${until}, updated_at = ${now}
-      WHERE id = ${id} RETURNING *`),
-    "suppress",
-  );
+  return transition(q, now, id, "suppress", { suppressed_until: toDate(input.until) });
 }
 
-export async function applyReopen(q: Queryable, now: Date, id: string): Promise<AlertRow> {
-  await lockForTransition(q, id, "reopen");
-  return must(
-    q.one<AlertRow>(sql`
-      UPDATE alerts SET status = 'pending', resolved_at = NULL, resolved_by = NULL, suppressed_until = NULL,
-        updated_at = ${now}
-      WHERE id = ${id} RETURNING *`),
-    "reopen",
-  );
+export function applyReopen(q: Queryable, now: Date, id: string): Promise<AlertRow> {
+  return transition(q, now, id, "reopen", {
+    resolved_at: null,
+    resolved_by: null,
+    suppressed_until: null,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,11 +5,10 @@
  * sweep. The state machines are those of src/monitoring/infrastructure/machines.ts.
  */
 
-import { checkTransition, type StateMachine } from "../jsonapi/state-machine.ts";
+import { stateTable, transitionRow } from "../jsonapi/engine/transitions.ts";
 import type { AppContext } from "../kernel/context.ts";
-import { NotFoundError } from "../kernel/errors.ts";
 import type { Queryable } from "../storage/db.ts";
-import { ident, join, sql } from "../storage/sql.ts";
+import { sql } from "../storage/sql.ts";
 import { agentMachine, gatewayMachine } from "./infrastructure/machines.ts";
 
 /** A gateway or agent whose last heartbeat is older than this is marked offline/disconnected. */
@@ -17,35 +16,45 @@ export const DEFAULT_HEARTBEAT_TIMEOUT_SECONDS = 60;
 /** How often the processes heartbeat. */
 export const HEARTBEAT_INTERVAL_SECONDS = 10;
 
-type Table = {
-  table: "gateways" | "agents";
-  key: "gateway_id" | "uid";
-  touch: string;
-  machine: StateMachine;
-};
-const GW: Table = { table: "gateways", key: "gateway_id", touch: "updated_at", machine: gatewayMachine };
-const AG: Table = { table: "agents", key: "uid", touch: "modified_time", machine: agentMachine };
+/** The gateways table as the core's own transitions write it. */
+export const GATEWAY_STATES = stateTable({
+  machine: gatewayMachine,
+  table: "gateways",
+  key: "gateway_id",
+  keyType: "text",
+  touch: "updated_at",
+  columns: { is_healthy: "boolean", last_seen: "timestamptz", status_reason: "text" },
+});
 
-async function apply(
+/** The agents table as the core's own transitions write it. */
+export const AGENT_STATES = stateTable({
+  machine: agentMachine,
+  table: "agents",
+  key: "uid",
+  keyType: "text",
+  touch: "modified_time",
+  columns: {
+    last_seen_time: "timestamptz",
+    capabilities: "jsonb",
+    host: "text",
+    version: "text",
+    gateway_id: "text",
+    is_healthy: "boolean",
+  },
+});
+
+const GW = GATEWAY_STATES;
+const AG = AGENT_STATES;
+
+function apply(
   tx: Queryable,
-  t: Table,
+  t: typeof GW,
   id: string,
   transition: string,
   set: Record<string, unknown>,
   now: Date,
 ): Promise<Record<string, unknown>> {
-  const row = await tx.one(sql`SELECT * FROM ${ident(t.table)} WHERE ${ident(t.key)} = ${id} FOR UPDATE`);
-  if (!row) throw new NotFoundError(`${t.machine.name} ${id} not found`);
-  const to = checkTransition(t.machine, transition, String(row.status));
-  const cols = { ...set, status: to, [t.touch]: now };
-  const assignments = Object.entries(cols).map(([k, v]) =>
-    k === "capabilities" || k === "metadata"
-      ? sql`${ident(k)} = ${JSON.stringify(v)}::jsonb`
-      : sql`${ident(k)} = ${v}`,
-  );
-  return (await tx.one(
-    sql`UPDATE ${ident(t.table)} SET ${join(assignments)} WHERE ${ident(t.key)} = ${id} RETURNING *`,
-  )) as Record<string, unknown>;
+  return transitionRow(tx, t, id, transition, set, now);
 }
 
 /**
