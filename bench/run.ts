@@ -131,6 +131,10 @@ const PLANS: Record<string, Plan> = {
   "bench/monitoring/throughput.ts": {
     quick: { NETMON_BENCH_CHECKS: "400", NETMON_BENCH_INTERVAL: "5", NETMON_BENCH_SECONDS: "15" },
   },
+  "bench/ops/moonshot.ts": {
+    scale: (n) => ({ MOONSHOT_DEVICES: String(n) }),
+    quick: { MOONSHOT_CHECKS: "500", MOONSHOT_USERS: "5", MOONSHOT_SECONDS: "10", MOONSHOT_INTERVAL: "5" },
+  },
   "bench/ops/startup.ts": { quick: { STARTUP_BENCH_IDLE_S: "2", STARTUP_BENCH_ROUNDS: "1" } },
   "bench/srql/query.ts": {
     scale: (n) => ({
