@@ -259,7 +259,7 @@ process.stdout.write(`## Moonshot: ${DEVICES.toLocaleString("en")} devices, ${Ma
 Command: \`MOONSHOT_DEVICES=${DEVICES} MOONSHOT_CHECKS=${CHECKS} MOONSHOT_USERS=${USERS} MOONSHOT_SECONDS=${SECONDS} MOONSHOT_INTERVAL=${INTERVAL}${DB_URL ? " MOONSHOT_DATABASE_URL=…" : ""} node --import tsx bench/ops/moonshot.ts\`
 (${os.cpus().length} CPUs, load average at the end ${load.join(" ")}; seeding ${seedSeconds.toFixed(0)} s.)
 
-- Second start to \`/health/ready\` with the data: **${healthySeconds.toFixed(2)} s** (goal < 1.5 s at 1M devices on PGlite).
+- Second start to a healthy \`/health\` with the data: **${healthySeconds.toFixed(2)} s** (goal < 1.5 s at 1M devices on PGlite).
 - Checks recorded in the ${SECONDS} s window: ${checksPerMin}/min of ${Math.round((CHECKS * 60) / INTERVAL)} scheduled; lateness p50 ${pct(lateness, 50).toFixed(0)} ms, **p99 ${pct(lateness, 99).toFixed(0)} ms** (${lateness.length} samples).
 - Server process group RSS during the window: mean ${(rss.reduce((a, b) => a + b, 0) / Math.max(1, rss.length) / 1024).toFixed(0)} MiB, max **${(Math.max(0, ...rss) / 1024).toFixed(0)} MiB**.
 - Failed reads: ${errors}.
