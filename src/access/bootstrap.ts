@@ -1,10 +1,11 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { transitionRow } from "../jsonapi/engine/transitions.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { sql } from "../storage/sql.ts";
 import { verifyPassword } from "./passwords.ts";
-import { findUserByEmail, insertUser, setUserPassword } from "./users.ts";
+import { findUserByEmail, insertUser, setUserPassword, usersTable } from "./users.ts";
 
 export type BootstrapOutcome =
   | "created"
@@ -52,8 +53,8 @@ export async function bootstrapAdmin(ctx: AppContext): Promise<BootstrapOutcome>
     // Nobody can administer the instance (the last admin was demoted or disabled before that
     // was refused, or by hand in the database): the operator's configured secret restores one.
     await setUserPassword(ctx, existing.id, password);
-    await ctx.db.query(
-      sql`UPDATE users SET role = 'admin', status = 'active', updated_at = ${ctx.now()} WHERE id = ${existing.id}`,
+    await ctx.db.transaction((tx) =>
+      transitionRow(tx, usersTable, existing.id, "restore_admin", { role: "admin" }, ctx.now()),
     );
     ctx.log.warn({ email, user_id: existing.id }, "no active admin existed: bootstrap admin restored");
     return "restored";

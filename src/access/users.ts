@@ -1,3 +1,5 @@
+import { stateTable, transitionRow } from "../jsonapi/engine/transitions.ts";
+import { defineStateMachine } from "../jsonapi/state-machine.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import type { Queryable } from "../storage/db.ts";
@@ -9,7 +11,35 @@ import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "./passwo
 import { requireRbacAdmin } from "./role-profiles.ts";
 import { isUuid } from "./util.ts";
 
-export type UserStatus = "active" | "disabled";
+export const USER_STATES = ["active", "disabled"] as const;
+export type UserStatus = (typeof USER_STATES)[number];
+
+/**
+ * A user's status (issue 11: written only through the state writer). Disabling a disabled user
+ * and enabling an active one are accepted and change nothing but updated_at, as before the
+ * machine existed (the admin console and scripts repeat them freely).
+ */
+export const userMachine = defineStateMachine({
+  name: "user",
+  attribute: "status",
+  states: USER_STATES,
+  initial: ["active"],
+  transitions: {
+    disable: { from: ["active", "disabled"], to: "disabled" },
+    enable: { from: ["active", "disabled"], to: "active" },
+    /** The bootstrap admin restored when no active admin is left (src/access/bootstrap.ts). */
+    restore_admin: { from: ["active", "disabled"], to: "active" },
+  },
+});
+
+export const usersTable = stateTable({
+  machine: userMachine,
+  table: "users",
+  key: "id",
+  keyType: "uuid",
+  touch: "updated_at",
+  columns: { role: "text" },
+});
 
 export interface UserRow {
   [k: string]: unknown;
@@ -262,17 +292,11 @@ export async function deactivateUser(ctx: AppContext, actor: Actor, id: string):
     await assertAnotherAdminRemains(tx, id);
     await tx.query(sql`UPDATE sessions SET revoked_at = ${now} WHERE user_id = ${id} AND revoked_at IS NULL`);
     forgetRememberedCredentials(ctx);
-    const row = await tx.one<UserRow>(
-      sql`UPDATE users SET status = 'disabled', updated_at = ${now} WHERE id = ${id} RETURNING *`,
-    );
-    return row as UserRow;
+    return transitionRow<UserRow>(tx, usersTable, id, "disable", {}, now);
   });
 }
 
 export async function reactivateUser(ctx: AppContext, actor: Actor, id: string): Promise<UserRow> {
   await getUser(ctx.db, actor, id);
-  const row = await ctx.db.one<UserRow>(
-    sql`UPDATE users SET status = 'active', updated_at = ${ctx.now()} WHERE id = ${id} RETURNING *`,
-  );
-  return row as UserRow;
+  return ctx.db.transaction((tx) => transitionRow<UserRow>(tx, usersTable, id, "enable", {}, ctx.now()));
 }

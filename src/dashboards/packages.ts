@@ -1,4 +1,6 @@
 import type { Actor } from "../access/actor.ts";
+import { stateTable, transitionRow, transitionRows } from "../jsonapi/engine/transitions.ts";
+import { defineStateMachine } from "../jsonapi/state-machine.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { AppError, ConflictError, InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import { isUuid } from "../kernel/ids.ts";
@@ -12,8 +14,85 @@ import { persistRenderer, type StagedRenderer } from "./renderer-store.ts";
 export const ROUTE_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
 const SLUG_INDEX = "dashboard_packages_enabled_slug";
 
-export type PackageStatus = "staged" | "enabled" | "disabled";
-export type VerificationStatus = "pending" | "verified" | "failed";
+export const PACKAGE_STATES = ["staged", "enabled", "disabled"] as const;
+export type PackageStatus = (typeof PACKAGE_STATES)[number];
+export const VERIFICATION_STATES = ["pending", "verified", "failed"] as const;
+export type VerificationStatus = (typeof VERIFICATION_STATES)[number];
+
+/**
+ * Where a package runs (issue 11: state columns are written only by the state writer). Enabling
+ * an enabled package (e.g. to move it to another slug) and disabling a disabled or staged one
+ * are accepted, as they always were.
+ */
+export const packageMachine = defineStateMachine({
+  name: "dashboard-package",
+  attribute: "status",
+  states: PACKAGE_STATES,
+  initial: ["staged"],
+  transitions: {
+    enable: { from: "*", to: "enabled" },
+    disable: { from: "*", to: "disabled" },
+    /** Another version of the same dashboard was enabled (one version runs at a time). */
+    supersede: { from: ["enabled"], to: "disabled" },
+    /** Its renderer was refused by an administrator. */
+    reject: { from: ["enabled"], to: "disabled" },
+  },
+});
+
+/**
+ * Whether a package's renderer is trusted. An administrator's verdict may be given again or
+ * reversed; publishing other bytes over a replaceable package starts its verification over.
+ */
+export const verificationMachine = defineStateMachine({
+  name: "dashboard-package-verification",
+  attribute: "verification_status",
+  states: VERIFICATION_STATES,
+  initial: ["pending", "verified", "failed"],
+  transitions: {
+    verify: { from: "*", to: "verified" },
+    reject: { from: "*", to: "failed" },
+    republish_unsigned: { from: "*", to: "pending" },
+    republish_verified: { from: "*", to: "verified" },
+    republish_failed: { from: "*", to: "failed" },
+  },
+});
+
+/** dashboard_packages holds two machines, one per state column. */
+export const packagesTable = stateTable({
+  machine: packageMachine,
+  table: "dashboard_packages",
+  key: "id",
+  keyType: "uuid",
+  touch: "updated_at",
+  columns: { route_slug: "text" },
+});
+
+export const packageVerificationTable = stateTable({
+  machine: verificationMachine,
+  table: "dashboard_packages",
+  key: "id",
+  keyType: "uuid",
+  touch: "updated_at",
+  columns: {
+    verification_error: "text",
+    name: "text",
+    manifest: "jsonb",
+    content_hash: "text",
+    renderer_path: "text",
+    renderer_media_type: "text",
+    renderer_size: "bigint",
+    route_slug: "text",
+    signature: "text",
+    signed_by_key_id: "uuid",
+    published_by: "uuid",
+  },
+});
+
+const REPUBLISH: Record<VerificationStatus, string> = {
+  pending: "republish_unsigned",
+  verified: "republish_verified",
+  failed: "republish_failed",
+};
 
 export interface PackageRow {
   [k: string]: unknown;
@@ -166,15 +245,27 @@ export async function publishPackage(
         },
       );
     }
-    const updated = await tx.one<PackageRow>(sql`
-      UPDATE dashboard_packages SET name = ${manifest.name}, manifest = ${JSON.stringify(manifest)}::jsonb,
-        content_hash = ${renderer.sha256}, renderer_path = ${stored}, renderer_media_type = ${input.mediaType},
-        renderer_size = ${renderer.size}, route_slug = COALESCE(${input.route}, route_slug),
-        verification_status = ${verificationStatus}, verification_error = ${verificationError},
-        signature = ${input.signature}, signed_by_key_id = ${verification?.keyId ?? null},
-        published_by = ${publishedBy}, updated_at = ${now}
-      WHERE id = ${existing.id} RETURNING *`);
-    return { package: updated as PackageRow, result: "written" as const };
+    const updated = await transitionRow<PackageRow>(
+      tx,
+      packageVerificationTable,
+      existing.id,
+      REPUBLISH[verificationStatus],
+      {
+        name: manifest.name,
+        manifest,
+        content_hash: renderer.sha256,
+        renderer_path: stored,
+        renderer_media_type: input.mediaType,
+        renderer_size: renderer.size,
+        route_slug: input.route ?? existing.route_slug,
+        verification_error: verificationError,
+        signature: input.signature,
+        signed_by_key_id: verification?.keyId ?? null,
+        published_by: publishedBy,
+      },
+      now,
+    );
+    return { package: updated, result: "written" as const };
   });
 }
 
@@ -241,18 +332,30 @@ export async function enablePackage(ctx: AppContext, id: string, route: string |
   const now = ctx.now();
   try {
     return await ctx.db.transaction(async (tx) => {
-      await tx.query(sql`
-        UPDATE dashboard_packages SET status = 'disabled', updated_at = ${now}
-        WHERE dashboard_id = ${current.dashboard_id} AND id <> ${id} AND status = 'enabled'`);
-      const row = await tx.one<PackageRow>(sql`
-        UPDATE dashboard_packages SET status = 'enabled', route_slug = ${slug}, updated_at = ${now}
-        WHERE id = ${id} AND verification_status = 'verified' RETURNING *`);
-      if (!row)
-        throw new ConflictError("the package must be verified before it can be enabled", {
-          code: "verification_required",
-          extra: { id },
-        });
-      return row;
+      await transitionRows(
+        tx,
+        packagesTable,
+        "supersede",
+        { where: sql`dashboard_id = ${current.dashboard_id} AND id <> ${id}` },
+        {},
+        now,
+      );
+      return await transitionRow<PackageRow>(
+        tx,
+        packagesTable,
+        id,
+        "enable",
+        (row) => {
+          // Checked again on the locked row: a concurrent reject wins over this enable.
+          if (row.verification_status !== "verified")
+            throw new ConflictError("the package must be verified before it can be enabled", {
+              code: "verification_required",
+              extra: { id },
+            });
+          return { route_slug: slug };
+        },
+        now,
+      );
     });
   } catch (err) {
     if (isUniqueViolation(err, SLUG_INDEX) || isUniqueViolation(err)) {
@@ -264,11 +367,9 @@ export async function enablePackage(ctx: AppContext, id: string, route: string |
 
 export async function disablePackage(ctx: AppContext, id: string): Promise<PackageRow> {
   await getPackage(ctx, id);
-  const row = await ctx.db.one<PackageRow>(sql`
-    UPDATE dashboard_packages SET status = 'disabled', updated_at = ${ctx.now()}
-    WHERE id = ${id} RETURNING *`);
-  if (!row) throw new NotFoundError(`no dashboard package ${id}`, { extra: { id } });
-  return row;
+  return ctx.db.transaction((tx) =>
+    transitionRow<PackageRow>(tx, packagesTable, id, "disable", {}, ctx.now()),
+  );
 }
 
 /** An administrator vouches for (or refuses) a package's renderer; refusing also disables it. */
@@ -279,11 +380,19 @@ export async function setVerification(
   reason: string | null,
 ): Promise<PackageRow> {
   await getPackage(ctx, id);
-  const row = await ctx.db.one<PackageRow>(sql`
-    UPDATE dashboard_packages SET verification_status = ${verdict}, verification_error = ${reason},
-      status = CASE WHEN ${verdict}::text = 'failed' AND status = 'enabled' THEN 'disabled' ELSE status END,
-      updated_at = ${ctx.now()}
-    WHERE id = ${id} RETURNING *`);
-  if (!row) throw new NotFoundError(`no dashboard package ${id}`, { extra: { id } });
-  return row;
+  const now = ctx.now();
+  return ctx.db.transaction(async (tx) => {
+    const row = await transitionRow<PackageRow>(
+      tx,
+      packageVerificationTable,
+      id,
+      verdict === "verified" ? "verify" : "reject",
+      { verification_error: reason },
+      now,
+    );
+    if (verdict !== "failed") return row;
+    // The row is locked: a refused renderer stops running in the same transaction.
+    const [disabled] = await transitionRows<PackageRow>(tx, packagesTable, "reject", { ids: [id] }, {}, now);
+    return disabled ?? row;
+  });
 }

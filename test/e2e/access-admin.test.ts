@@ -92,6 +92,33 @@ describe("admin API /api/admin", () => {
     );
   });
 
+  it("deactivate and reactivate repeat harmlessly, move only the status and 404 an unknown user", async () => {
+    const created = await send("POST", "/api/admin/users", { email: "repeat@example.test", role: "viewer" });
+    const u = (await created.json()) as { id: string; status: string; role: string };
+    const step = async (action: string) => {
+      const res = await send("POST", `/api/admin/users/${u.id}/${action}`);
+      return { status: res.status, body: (await res.json()) as { status: string; role: string } };
+    };
+    for (const [action, expected] of [
+      ["deactivate", "disabled"],
+      ["deactivate", "disabled"],
+      ["reactivate", "active"],
+      ["reactivate", "active"],
+    ] as const) {
+      const r = await step(action);
+      expect({ action, http: r.status, status: r.body.status, role: r.body.role }).toEqual({
+        action,
+        http: 200,
+        status: expected,
+        role: "viewer",
+      });
+    }
+    for (const action of ["deactivate", "reactivate"]) {
+      const missing = await send("POST", `/api/admin/users/00000000-0000-4000-8000-000000000000/${action}`);
+      expect(missing.status).toBe(404);
+    }
+  });
+
   it("manages role profiles relative to a base role", async () => {
     const catalog = (await (await send("GET", "/api/admin/role-profiles/catalog")).json()) as {
       key: string;

@@ -6,7 +6,12 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Actor } from "../../access/actor.ts";
-import { checkTransition } from "../../jsonapi/state-machine.ts";
+import {
+  type StateTable,
+  stateTable,
+  transitionRows,
+  writeTransitions,
+} from "../../jsonapi/engine/transitions.ts";
 import type { AppContext } from "../../kernel/context.ts";
 import { InvalidRequestError, NotFoundError } from "../../kernel/errors.ts";
 import type { Queryable } from "../../storage/db.ts";
@@ -18,6 +23,52 @@ import {
   rolloutMachine,
   TERMINAL,
 } from "./machines.ts";
+
+/** The rollouts' and targets' status columns are written only through these (issue 11). */
+export const rolloutsTable = stateTable({
+  machine: rolloutMachine,
+  table: "agent_release_rollouts",
+  key: "id",
+  keyType: "uuid",
+  touch: "updated_at",
+  columns: { completed_at: "timestamptz" },
+});
+
+export const releaseTargetsTable = stateTable({
+  machine: releaseTargetMachine,
+  table: "agent_release_targets",
+  key: "id",
+  keyType: "uuid",
+  touch: "updated_at",
+  columns: {
+    progress_percent: "integer",
+    message: "text",
+    last_error: "text",
+    command_id: "text",
+    current_version: "text",
+    dispatched_at: "timestamptz",
+    completed_at: "timestamptz",
+  },
+});
+
+/** Apply one transition to a row the caller locked; throws InvalidTransitionError when refused. */
+async function writeLocked<R extends { id: string; status: string }>(
+  tx: Queryable,
+  t: StateTable,
+  row: R,
+  transition: string,
+  changes: Record<string, unknown>,
+  now: Date,
+): Promise<R> {
+  const [out] = await writeTransitions<R & { [k: string]: unknown }>(
+    tx,
+    t,
+    [{ id: row.id, seen: row.status, transitions: [transition], changes }],
+    now,
+  );
+  if (out instanceof Error) throw out;
+  return out as R;
+}
 
 export interface RolloutRow {
   id: string;
@@ -72,20 +123,26 @@ async function moveTarget(
     current_version?: string;
   } = {},
 ): Promise<ReleaseTargetState> {
-  const to = checkTransition(releaseTargetMachine, transition, t.status) as ReleaseTargetState;
+  // The target the machine allows (InvalidTransitionError otherwise), for the derived columns.
+  const to = (releaseTargetMachine.transitions[transition]?.to ?? t.status) as ReleaseTargetState;
   const terminal = TERMINAL.includes(to);
   const inFlight = IN_FLIGHT.includes(to);
-  await tx.query(sql`UPDATE agent_release_targets SET
-      status = ${to},
-      progress_percent = ${changes.progress_percent ?? (to === "healthy" ? 100 : t.progress_percent)},
-      message = ${changes.message === undefined ? t.message : changes.message},
-      last_error = ${changes.last_error === undefined ? t.last_error : changes.last_error},
-      command_id = ${changes.command_id ?? t.command_id},
-      current_version = ${changes.current_version ?? t.current_version},
-      dispatched_at = ${inFlight && !t.dispatched_at ? now : t.dispatched_at},
-      completed_at = ${terminal ? now : null},
-      updated_at = ${now}
-    WHERE id = ${t.id} AND status = ${t.status}`);
+  await writeLocked(
+    tx,
+    releaseTargetsTable,
+    t,
+    transition,
+    {
+      progress_percent: changes.progress_percent ?? (to === "healthy" ? 100 : t.progress_percent),
+      message: changes.message === undefined ? t.message : changes.message,
+      last_error: changes.last_error === undefined ? t.last_error : changes.last_error,
+      command_id: changes.command_id ?? t.command_id,
+      current_version: changes.current_version ?? t.current_version,
+      dispatched_at: inFlight && !t.dispatched_at ? now : t.dispatched_at,
+      completed_at: terminal ? now : null,
+    },
+    now,
+  );
   await tx.query(
     sql`UPDATE agents SET release_rollout_state = ${to}, last_update_at = ${now},
         last_update_error = ${to === "failed" || to === "rolled_back" ? (changes.last_error ?? t.last_error) : null}
@@ -282,10 +339,13 @@ export async function setRolloutState(
       sql`SELECT * FROM agent_release_rollouts WHERE id = ${rolloutId} FOR UPDATE`,
     );
     if (!r) throw new NotFoundError(`rollout ${rolloutId} not found`);
-    const to = checkTransition(rolloutMachine, transition, r.status);
-    await tx.query(
-      sql`UPDATE agent_release_rollouts SET status = ${to}, updated_at = ${now},
-          completed_at = ${to === "canceled" ? now : r.completed_at} WHERE id = ${rolloutId}`,
+    const { status: to } = await writeLocked(
+      tx,
+      rolloutsTable,
+      r,
+      transition,
+      { completed_at: transition === "cancel" ? now : r.completed_at },
+      now,
     );
     if (transition === "cancel") {
       const pending = await tx.many<TargetRow>(
@@ -308,8 +368,5 @@ async function completeIfDone(tx: Queryable, now: Date, rolloutId: string): Prom
         AND status NOT IN (${join(TERMINAL.map((s) => sql`${s}`))})`,
   );
   if (Number(open?.n ?? 0) > 0) return;
-  await tx.query(
-    sql`UPDATE agent_release_rollouts SET status = 'completed', completed_at = ${now}, updated_at = ${now}
-        WHERE id = ${rolloutId} AND status IN ('active', 'paused')`,
-  );
+  await transitionRows(tx, rolloutsTable, "complete", { ids: [rolloutId] }, { completed_at: now }, now);
 }
