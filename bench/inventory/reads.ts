@@ -10,7 +10,8 @@
 // The SQL is captured, not retyped: reads.ts first serves each request once from an in-process
 // netmon whose database handle records the statements, and hands the devices statement to the peer.
 // autocannon, READS_BENCH_CONNECTIONS (32) keep-alive connections for READS_BENCH_SECONDS (8) per
-// case after a 2 s warm-up, plus one connection for the single-client p50.
+// case after a warm-up (2 s, or READS_BENCH_SECONDS if shorter), plus one connection for the
+// single-client p50.
 //
 //   node --import tsx bench/inventory/reads.ts
 //
@@ -65,7 +66,7 @@ interface Read {
   body?: string;
 }
 const SRQL = "in:devices hostname:%host-0001% limit:50";
-const READS: Read[] = [
+const ALL_READS: Read[] = [
   { key: "list", label: "`GET /api/devices?limit=100`", method: "GET", path: "/api/devices?limit=100" },
   {
     key: "search",
@@ -86,7 +87,9 @@ const READS: Read[] = [
     method: "GET",
     path: "/api/v2/devices?page[limit]=50",
   },
-].filter((r) => !process.env.READS_BENCH_ONLY || process.env.READS_BENCH_ONLY.split(",").includes(r.key));
+];
+const only = process.env.READS_BENCH_ONLY?.split(",").map((s) => s.trim());
+const READS = ALL_READS.filter((r) => !only || only.includes(r.key));
 
 async function ensurePgDatabase(url: string): Promise<void> {
   const u = new URL(url);
