@@ -202,7 +202,8 @@ async function captureSql(s: Setup): Promise<Record<Read["key"], string>> {
       seen.length = 0;
       const res = await call(server.url, r, s.token);
       if (res.status !== 200) throw new Error(`${r.path}: ${res.status} ${res.body.slice(0, 300)}`);
-      const stmts = seen.filter((t) => /\bFROM "?devices"?/.test(t));
+      // Background jobs (device cleanup) also touch devices: only reads count.
+      const stmts = seen.filter((t) => /^\s*SELECT\b/i.test(t) && /\bFROM "?devices"?/.test(t));
       if (stmts.length !== 1)
         throw new Error(`${r.path}: ${stmts.length} devices statements: ${stmts.join(" | ")}`);
       out[r.key] = stmts[0] as string;
@@ -260,6 +261,12 @@ async function load(
   };
 }
 
+/** Every server child, killed when this script exits however it exits (no orphans after a failure). */
+const children: ChildProcess[] = [];
+process.on("exit", () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+});
+
 function spawnNetmon(s: Setup): { child: ChildProcess; url: Promise<string> } {
   const child = spawn(process.execPath, [...profArgs("netmon"), path.join(root, "bin/netmon.mjs"), "serve"], {
     cwd: root,
@@ -271,6 +278,7 @@ function spawnNetmon(s: Setup): { child: ChildProcess; url: Promise<string> } {
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  children.push(child);
   const url = waitFor(child, /netmon listening on (http:\/\/[\d.:]+)/);
   url.then(() => {
     child.stdout?.resume();
@@ -332,6 +340,7 @@ for (const backend of BACKENDS) {
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
+    children.push(peer);
     peerUrl = await waitFor(peer, /baseline at (http:\/\/[\d.:]+)/);
     peer.stdout?.resume();
     peer.stderr?.resume();
