@@ -149,6 +149,7 @@ interface Setup {
 /** Migrate, seed, create a viewer with an API token (all scopes); the data dir holds the secret key. */
 async function setUp(kind: "postgres" | "pglite", n: number): Promise<Setup> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `netmon-reads-${kind}-`));
+  dataDirs.push(dataDir);
   // The budget is raised so the load measures the reads, not the 429s (it is still counted).
   const env: Record<string, string> = {
     NETMON_DATA_DIR: dataDir,
@@ -263,8 +264,10 @@ async function load(
 
 /** Every server child, killed when this script exits however it exits (no orphans after a failure). */
 const children: ChildProcess[] = [];
+const dataDirs: string[] = [];
 process.on("exit", () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  for (const d of dataDirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
 function spawnNetmon(s: Setup): { child: ChildProcess; url: Promise<string> } {
