@@ -121,6 +121,15 @@ const PLANS: Record<string, Plan> = {
     scale: (n) => ({ PROBE_N: String(n), PROBE_URL: inventoryUrl(n) }),
     after: "bench/inventory/inventory.ts",
   },
+  "bench/inventory/reads.ts": {
+    scale: (n) => ({
+      READS_BENCH_DEVICES: String(n),
+      READS_BENCH_PGLITE_DEVICES: div(n, 20),
+      READS_BENCH_DATABASE_URL: benchDbUrl(process.env.READS_BENCH_DATABASE_URL, "reads_bench", n),
+    }),
+    // PGlite's fresh migrate + seed alone takes ~45 s here: a quick run measures PostgreSQL only.
+    quick: { READS_BENCH_SECONDS: "1", READS_BENCH_BACKENDS: "postgres" },
+  },
   "bench/inventory/statistics.ts": { scale: (n) => ({ STATS_N: div(n, 20) }) },
   "bench/jsonapi/alerts-list.ts": {
     scale: (n) => ({ BENCH_ALERTS: String(n) }),

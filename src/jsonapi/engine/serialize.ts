@@ -2,7 +2,7 @@
  * Rows → JSON:API resource objects (spec 2.1), with relationship linkage and sparse fieldsets.
  */
 import type { Row } from "../../storage/db.ts";
-import { columnOf, type RecordView, type ResourceDecl } from "../define.ts";
+import { type AttributeDecl, columnOf, type RecordView, type ResourceDecl } from "../define.ts";
 import { getResource } from "../registry.ts";
 import { toJsonValue } from "./values.ts";
 
@@ -29,15 +29,38 @@ export interface ResourceObject {
   links?: { self: string };
 }
 
+/** One public attribute, resolved once per declaration: name, source column, how to render. */
+interface AttributePlan {
+  name: string;
+  column: string;
+  decl: AttributeDecl;
+}
+
+/**
+ * The public attributes of a declaration in declaration order, computed on first use. The hot
+ * path of every list (one call per row) then walks a plain array instead of building
+ * `Object.entries(res.attributes)` and resolving each column again for every row.
+ */
+const plans = new WeakMap<ResourceDecl["attributes"], AttributePlan[]>();
+function attributePlan(res: ResourceDecl): AttributePlan[] {
+  let plan = plans.get(res.attributes);
+  if (!plan) {
+    plan = Object.entries(res.attributes)
+      .filter(([, a]) => a.public !== false)
+      .map(([name, a]) => ({ name, column: columnOf(name, a), decl: a }));
+    plans.set(res.attributes, plan);
+  }
+  return plan;
+}
+
 export function attributesOf(res: ResourceDecl, row: Row, fields?: Set<string>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [name, a] of Object.entries(res.attributes)) {
-    if (a.public === false) continue;
+  for (const { name, column, decl: a } of attributePlan(res)) {
     if (fields && !fields.has(name)) continue;
     if (a.computed) out[name] = a.computed(row) ?? null;
     else if (a.stored === false) out[name] = null;
     else {
-      const v = toJsonValue(row[columnOf(name, a)], a.type);
+      const v = toJsonValue(row[column], a.type);
       out[name] = a.redact ? a.redact(v) : v;
     }
   }
