@@ -1,17 +1,28 @@
 /**
- * The poll-job state machine (reference §2.3). This module is the ONLY place that changes a
- * poll job's `status`: every other module calls `transitionJob`, which locks the row, checks
- * the transition, computes the side effects and writes them in one UPDATE — or, for many jobs
- * at once, `transitionJobs` (status-only operations by id) and `transitionLockedJobs` (rows
- * the caller locked), which write them set-based.
+ * The poll-job state machine (reference §2.3). `status` is written only through the action
+ * runner's state writer (src/jsonapi/engine/transitions.ts, issue 11): every other module calls
+ * `transitionJob`, which locks the row, checks the transition, computes the side effects and
+ * writes them in one guarded UPDATE — or, for many jobs at once, `transitionJobs` (status-only
+ * operations by id) and `transitionLockedJobs` (rows the caller locked), which write them
+ * set-based. `planTransition` stays pure: it computes the changes (and the status callers see).
  *
  *   pending → dispatching → running → completed | failed | timeout
  *   pending | dispatching → cancelled        dispatching → failed
  *   failed | timeout → pending (retry, while retry_count < max_retries, with backoff)
  */
+
+import {
+  type Changes,
+  type LockedTransition,
+  stateTable,
+  transitionRow,
+  transitionRows,
+  writeTransitions,
+} from "../jsonapi/engine/transitions.ts";
+import { checkTransition, defineStateMachine } from "../jsonapi/state-machine.ts";
 import { InvalidTransitionError, NotFoundError } from "../kernel/errors.ts";
-import type { Queryable } from "../storage/db.ts";
-import { join, raw, sql } from "../storage/sql.ts";
+import type { Queryable, Row } from "../storage/db.ts";
+import { sql } from "../storage/sql.ts";
 
 export const POLL_JOB_STATUSES = [
   "pending",
@@ -96,11 +107,17 @@ export function canRetry(job: Pick<PollJobRow, "status" | "retry_count" | "max_r
   );
 }
 
+export const pollJobMachine = defineStateMachine<PollJobStatus>({
+  name: "poll-job",
+  attribute: "status",
+  states: POLL_JOB_STATUSES,
+  initial: ["pending"],
+  transitions: TRANSITIONS,
+});
+
 /** The next status for `op` from `current`; throws InvalidTransitionError when not allowed. */
 export function nextStatus(op: PollJobOperation, current: PollJobStatus): PollJobStatus {
-  const t = TRANSITIONS[op];
-  if (!t?.from.includes(current)) throw new InvalidTransitionError(op, current);
-  return t.to;
+  return checkTransition(pollJobMachine, op, current) as PollJobStatus;
 }
 
 function elapsedMs(from: Date | null, now: Date): number | null {
@@ -175,23 +192,29 @@ export function planTransition(
   }
 }
 
-/** The columns a transition may write, with their SQL types (for set-based writes). */
-const COLUMN_TYPES: Readonly<Record<string, string>> = {
-  status: "text",
-  gateway_id: "text",
-  agent_id: "text",
-  dispatched_at: "timestamptz",
-  started_at: "timestamptz",
-  completed_at: "timestamptz",
-  duration_ms: "int",
-  success_count: "int",
-  failure_count: "int",
-  results: "jsonb",
-  error_message: "text",
-  error_code: "text",
-  retry_count: "int",
-  available_at: "timestamptz",
-};
+/** poll_jobs for the state writer: the columns a transition may write besides `status`. */
+export const pollJobTable = stateTable({
+  machine: pollJobMachine,
+  table: "poll_jobs",
+  key: "id",
+  keyType: "uuid",
+  touch: "updated_at",
+  columns: {
+    gateway_id: "text",
+    agent_id: "text",
+    dispatched_at: "timestamptz",
+    started_at: "timestamptz",
+    completed_at: "timestamptz",
+    duration_ms: "int",
+    success_count: "int",
+    failure_count: "int",
+    results: "jsonb",
+    error_message: "text",
+    error_code: "text",
+    retry_count: "int",
+    available_at: "timestamptz",
+  },
+});
 
 /**
  * Operations whose changes depend only on the current status (not on other columns): they
@@ -215,14 +238,13 @@ export function planTransitions(
   return changes;
 }
 
-function checkedColumns(changes: Partial<PollJobRow>): [string, unknown][] {
-  const out: [string, unknown][] = [];
-  for (const [k, v] of Object.entries(changes)) {
-    if (!(k in COLUMN_TYPES)) throw new Error(`poll job column ${k} is not writable by a transition`);
-    out.push([k, k === "results" ? JSON.stringify(v) : v]);
-  }
-  return out;
+/** A plan's column changes for the writer (which sets the status from the transition). */
+function changesOf(plan: Partial<PollJobRow>): Changes {
+  const { status: _status, ...changes } = plan;
+  return changes;
 }
+
+type JobRow = PollJobRow & Row;
 
 async function refuse(q: Queryable, id: string, op: PollJobOperation): Promise<never> {
   const current = await q.one<{ status: PollJobStatus }>(sql`SELECT status FROM poll_jobs WHERE id = ${id}`);
@@ -246,23 +268,14 @@ export async function transitionJob(
     const [row] = await transitionJobs(q, [id], args, now);
     return row as PollJobRow;
   }
-  const job = await q.one<PollJobRow & Record<string, unknown>>(
-    sql`SELECT * FROM poll_jobs WHERE id = ${id} FOR UPDATE`,
+  return transitionRow<JobRow>(
+    q,
+    pollJobTable,
+    id,
+    args.op,
+    (job) => changesOf(planTransition(job, args, now)),
+    now,
   );
-  if (!job) throw new NotFoundError(`poll job ${id} not found`);
-  const sets = checkedColumns(planTransition(job, args, now));
-  const values: unknown[] = [id, job.status, now];
-  const assignments = sets.map(([k, v]) => {
-    values.push(v);
-    return `${k} = $${values.length}${k === "results" ? "::jsonb" : ""}`;
-  });
-  const updated = await q.one<PollJobRow & Record<string, unknown>>(
-    `UPDATE poll_jobs SET ${assignments.join(", ")}, updated_at = $3 WHERE id = $1 AND status = $2 RETURNING *`,
-    values,
-  );
-  // Someone moved it between our read and write (only possible outside a transaction).
-  if (!updated) return refuse(q, id, args.op);
-  return updated;
 }
 
 /**
@@ -278,25 +291,19 @@ export async function transitionJobs(
 ): Promise<PollJobRow[]> {
   if (!STATUS_ONLY.has(args.op)) throw new Error(`${args.op} needs the job row: use transitionJob`);
   if (ids.length === 0) return [];
-  const from = TRANSITIONS[args.op].from;
   // The plan is the same from every accepted status (that is what makes the op status-only).
-  const sets = checkedColumns(
-    planTransition(
-      {
-        status: from[0] as PollJobStatus,
-        retry_count: null,
-        max_retries: null,
-        started_at: null,
-        dispatched_at: null,
-      },
-      args,
-      now,
-    ),
+  const plan = planTransition(
+    {
+      status: TRANSITIONS[args.op].from[0] as PollJobStatus,
+      retry_count: null,
+      max_retries: null,
+      started_at: null,
+      dispatched_at: null,
+    },
+    args,
+    now,
   );
-  const assignments = join(sets.map(([k, v]) => sql`${raw(k)} = ${v}`));
-  const rows = await q.many<PollJobRow & Record<string, unknown>>(sql`
-    UPDATE poll_jobs SET ${assignments}, updated_at = ${now}
-    WHERE id = ANY(${[...ids]}::uuid[]) AND status = ANY(${[...from]}::text[]) RETURNING *`);
+  const rows = await transitionRows<JobRow>(q, pollJobTable, args.op, { ids }, changesOf(plan), now);
   const byId = new Map(rows.map((r) => [r.id, r]));
   for (const id of ids) if (!byId.has(id)) await refuse(q, id, args.op);
   return ids.map((id) => byId.get(id) as PollJobRow);
@@ -314,63 +321,28 @@ export async function transitionLockedJobs(
   now: Date,
 ): Promise<(PollJobRow | Error)[]> {
   const out: (PollJobRow | Error)[] = new Array(items.length);
-  const groups = new Map<
-    string,
-    { cols: string[]; rows: { i: number; id: string; seen: string; vals: unknown[] }[] }
-  >();
+  const planned: LockedTransition[] = [];
+  const at: number[] = [];
   items.forEach(({ job, ops }, i) => {
-    let sets: [string, unknown][];
+    let plan: Partial<PollJobRow>;
     try {
-      sets = checkedColumns(planTransitions(job, ops, now));
+      // Also refuses what the machine does not know about (an exhausted retry budget).
+      plan = planTransitions(job, ops, now);
     } catch (err) {
       out[i] = err as Error;
       return;
     }
-    sets.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    const cols = sets.map(([k]) => k);
-    const key = cols.join(",");
-    const g = groups.get(key) ?? { cols, rows: [] };
-    g.rows.push({
-      i,
+    planned.push({
       id: job.id,
       seen: job.status,
-      vals: sets.map(([, v]) => (v instanceof Date ? v.toISOString() : v)),
+      transitions: ops.map((o) => o.op),
+      changes: changesOf(plan),
     });
-    groups.set(key, g);
+    at.push(i);
   });
-  for (const { cols, rows } of groups.values()) {
-    const cast = (k: string) => (COLUMN_TYPES[k] === "jsonb" ? "::jsonb" : "");
-    let updated: PollJobRow[];
-    const only = rows.length === 1 ? rows[0] : undefined;
-    if (only) {
-      // One job: plain parameters (PGlite plans this in a fraction of the unnest() form).
-      const values: unknown[] = [now, only.id, only.seen, ...only.vals];
-      const assignments = cols.map((k, c) => `${k} = $${c + 4}${cast(k)}`);
-      updated = await q.many<PollJobRow & Record<string, unknown>>(
-        `UPDATE poll_jobs SET ${assignments.join(", ")}, updated_at = $1 WHERE id = $2 AND status = $3 RETURNING *`,
-        values,
-      );
-    } else {
-      const values: unknown[] = [now, rows.map((r) => r.id), rows.map((r) => r.seen)];
-      const arrays = cols.map((k, c) => {
-        values.push(rows.map((r) => r.vals[c]));
-        return `$${values.length}::${COLUMN_TYPES[k] === "jsonb" ? "text" : COLUMN_TYPES[k]}[]`;
-      });
-      const assignments = cols.map((k) => `${k} = v.${k}${cast(k)}`);
-      updated = await q.many<PollJobRow & Record<string, unknown>>(
-        `UPDATE poll_jobs p SET ${assignments.join(", ")}, updated_at = $1
-         FROM unnest($2::uuid[], $3::text[], ${arrays.join(", ")}) AS v(id, seen, ${cols.join(", ")})
-         WHERE p.id = v.id AND p.status = v.seen RETURNING p.*`,
-        values,
-      );
-    }
-    const byId = new Map(updated.map((u) => [u.id, u]));
-    for (const r of rows) {
-      const u = byId.get(r.id);
-      // The caller holds the row lock, so the status cannot have moved: a bug, not a race.
-      if (!u) throw new Error(`poll job ${r.id} changed while locked`);
-      out[r.i] = u;
-    }
-  }
+  const written = await writeTransitions<JobRow>(q, pollJobTable, planned, now);
+  written.forEach((r, k) => {
+    out[at[k] as number] = r;
+  });
   return out;
 }

@@ -8,10 +8,16 @@
  *     left → back to `pending` with `next_attempt_at` = now + backoff (base × 2^(attempt−1))
  *   - otherwise → `failed`; when the channel has a fallback and is not fail_closed, one
  *     failover delivery on the fallback channel (originating_delivery_id set).
+ *
+ * `status` is written only through the action runner's state writer (issue 11): every outcome
+ * is a transition of `deliveryMachine`, guarded by the state it leaves, so a row another replica
+ * already concluded (a stale claim taken over) is never overwritten.
  */
 
 import { createHmac } from "node:crypto";
 import nodemailer from "nodemailer";
+import { type Changes, stateTable, transitionRows } from "../../jsonapi/engine/transitions.ts";
+import { defineStateMachine } from "../../jsonapi/state-machine.ts";
 import type { AppContext } from "../../kernel/context.ts";
 import { parseAddress } from "../../kernel/net/address.ts";
 import { guardedRequest } from "../../kernel/net/guarded-request.ts";
@@ -38,6 +44,56 @@ export interface DeliveryOptions {
   /** Deliveries sent at the same time within a batch (default 8). */
   concurrency?: number;
 }
+
+export const DELIVERY_STATUSES = [
+  "pending",
+  "dispatching",
+  "sent",
+  "failed",
+  "expired",
+  "cancelled",
+  "suppressed",
+  "skipped",
+] as const;
+
+/**
+ * A delivery's life: routing inserts it `pending` (or `suppressed` when the channel is disabled);
+ * the dispatcher claims it (`dispatching`, also re-taking a row a dead replica left dispatching
+ * past the claim timeout) and records the outcome. `expired` and `skipped` are allowed by the
+ * table but nothing writes them.
+ */
+export const deliveryMachine = defineStateMachine({
+  name: "notification-delivery",
+  attribute: "status",
+  states: DELIVERY_STATUSES,
+  initial: ["pending", "suppressed"],
+  transitions: {
+    claim: { from: ["pending", "dispatching"], to: "dispatching" },
+    mark_sent: { from: ["dispatching"], to: "sent" },
+    schedule_retry: { from: ["dispatching"], to: "pending" },
+    give_up: { from: ["dispatching"], to: "failed" },
+    suppress: { from: ["dispatching"], to: "suppressed" },
+    cancel: { from: ["dispatching"], to: "cancelled" },
+  },
+});
+
+export const deliveryTable = stateTable({
+  machine: deliveryMachine,
+  table: "notification_deliveries",
+  key: "id",
+  keyType: "uuid",
+  touch: "updated_at",
+  columns: {
+    attempts: "int",
+    next_attempt_at: "timestamptz",
+    last_error: "text",
+    response_status: "int",
+    suppression_reason: "text",
+    sent_at: "timestamptz",
+    payload: "jsonb",
+    payload_format: "text",
+  },
+});
 
 interface DeliveryRow {
   id: string;
@@ -304,16 +360,20 @@ export async function dispatchDueDeliveries(ctx: AppContext, opts: DeliveryOptio
   // A row still `dispatching` after the claim timeout was claimed by a replica that died mid-send
   // (a send is bounded by timeoutMs, far below it): send it again — at least once, never lost.
   const stale = new Date(now.getTime() - ctx.config.monitoring.notifyClaimTimeoutSeconds * 1000);
-  const claimed = await ctx.db.many<DeliveryRow>(sql`
-    UPDATE notification_deliveries SET status = 'dispatching', attempts = attempts + 1, updated_at = ${now}
-    WHERE id IN (
-      SELECT id FROM notification_deliveries
-      WHERE (status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ${now}))
-         OR (status = 'dispatching' AND updated_at < ${stale})
-      ORDER BY next_attempt_at NULLS FIRST, inserted_at
-      LIMIT ${opts.batchSize ?? 50}
-      FOR UPDATE SKIP LOCKED)
-    RETURNING *`);
+  const claimed = await transitionRows<DeliveryRow>(
+    ctx.db,
+    deliveryTable,
+    "claim",
+    {
+      where: sql`(status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ${now}))
+         OR (status = 'dispatching' AND updated_at < ${stale})`,
+      orderBy: sql`next_attempt_at NULLS FIRST, inserted_at`,
+      limit: opts.batchSize ?? 50,
+      skipLocked: true,
+    },
+    { attempts: sql`attempts + 1` },
+    now,
+  );
   let next = 0;
   const worker = async () => {
     while (next < claimed.length) {
@@ -323,8 +383,8 @@ export async function dispatchDueDeliveries(ctx: AppContext, opts: DeliveryOptio
         outcome = await deliverOne(ctx, d, opts);
       } catch (err) {
         ctx.log.error({ err, delivery_id: d.id }, "notification delivery crashed");
-        await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'failed', last_error = 'internal error',
-          updated_at = ${ctx.now()} WHERE id = ${d.id}`);
+        // Only a delivery still dispatching: one the crash left after its outcome was written keeps it.
+        await conclude(ctx, d, "give_up", { last_error: "internal error" });
       }
       ctx.metrics?.deliveries.inc({
         provider: typeof d.provider === "string" ? d.provider : "unknown",
@@ -350,19 +410,19 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
     d.alert_snapshot ??
     undefined;
   if (!channel || !alert) {
-    await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'cancelled', last_error = 'channel or alert gone',
-      updated_at = ${ctx.now()} WHERE id = ${d.id}`);
+    await conclude(ctx, d, "cancel", { last_error: "channel or alert gone" });
     return "cancelled";
   }
   if (!channel.enabled) {
-    await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'suppressed', suppression_reason = 'channel_disabled',
-      updated_at = ${ctx.now()} WHERE id = ${d.id}`);
+    await conclude(ctx, d, "suppress", { suppression_reason: "channel_disabled" });
     return "suppressed";
   }
   const silence = await activeSilenceFor(ctx, alert);
   if (silence) {
-    await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'suppressed',
-      suppression_reason = ${`silenced:${silence.id}`}, next_attempt_at = NULL, updated_at = ${ctx.now()} WHERE id = ${d.id}`);
+    await conclude(ctx, d, "suppress", {
+      suppression_reason: `silenced:${silence.id}`,
+      next_attempt_at: null,
+    });
     return "suppressed";
   }
   const payload = buildPayload(d, alert, await payloadContext(ctx, alert));
@@ -373,9 +433,20 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
       : await sendEmail(channel, payload, timeoutMs, outboundPolicyFor(ctx));
   const now = ctx.now();
   if (out.ok) {
-    await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'sent', sent_at = ${now}, response_status = ${out.status ?? null},
-      payload = ${JSON.stringify(out.payload ?? null)}::jsonb, payload_format = ${out.format ?? null}, last_error = NULL,
-      next_attempt_at = NULL, updated_at = ${now} WHERE id = ${d.id}`);
+    await conclude(
+      ctx,
+      d,
+      "mark_sent",
+      {
+        sent_at: now,
+        response_status: out.status ?? null,
+        payload: sql`CAST(${JSON.stringify(out.payload ?? null)} AS jsonb)`,
+        payload_format: out.format ?? null,
+        last_error: null,
+        next_attempt_at: null,
+      },
+      now,
+    );
     await ctx.db.query(sql`UPDATE alerts SET notification_count = notification_count + 1, last_notification_at = ${now}
       WHERE id = ${d.alert_id}`);
     await ctx.db.query(sql`UPDATE notification_channels SET health = 'healthy', last_success_at = ${now}, updated_at = ${now}
@@ -387,12 +458,22 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
     last_error = ${out.error ?? null}, updated_at = ${now} WHERE id = ${channel.id}`);
   if (retry) {
     const next = new Date(now.getTime() + backoffMs(d.attempts, opts));
-    await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'pending', next_attempt_at = ${next},
-      last_error = ${out.error ?? null}, response_status = ${out.status ?? null}, updated_at = ${now} WHERE id = ${d.id}`);
+    await conclude(
+      ctx,
+      d,
+      "schedule_retry",
+      { next_attempt_at: next, last_error: out.error ?? null, response_status: out.status ?? null },
+      now,
+    );
     return "retry";
   }
-  await ctx.db.query(sql`UPDATE notification_deliveries SET status = 'failed', next_attempt_at = NULL,
-    last_error = ${out.error ?? null}, response_status = ${out.status ?? null}, updated_at = ${now} WHERE id = ${d.id}`);
+  await conclude(
+    ctx,
+    d,
+    "give_up",
+    { next_attempt_at: null, last_error: out.error ?? null, response_status: out.status ?? null },
+    now,
+  );
   if (channel.fallback_channel_id && !channel.fail_closed && d.lifecycle_reason !== "failover") {
     await ctx.db.query(sql`
       INSERT INTO notification_deliveries (alert_id, route_id, policy_id, step_number, repeat_number, channel_id,
@@ -404,6 +485,25 @@ async function deliverOne(ctx: AppContext, d: DeliveryRow, opts: DeliveryOptions
       ON CONFLICT DO NOTHING`);
   }
   return "failed";
+}
+
+/**
+ * Record the outcome of a claimed delivery (one guarded UPDATE). A delivery no longer
+ * dispatching was concluded by whoever re-took it after the claim timeout: its outcome stands.
+ */
+async function conclude(
+  ctx: AppContext,
+  d: DeliveryRow,
+  transition: "mark_sent" | "schedule_retry" | "give_up" | "suppress" | "cancel",
+  changes: Changes,
+  now = ctx.now(),
+): Promise<void> {
+  const [row] = await transitionRows(ctx.db, deliveryTable, transition, { ids: [d.id] }, changes, now);
+  if (!row)
+    ctx.log.warn(
+      { delivery_id: d.id, transition },
+      "notification delivery no longer dispatching (concluded already); this outcome not recorded",
+    );
 }
 
 /**

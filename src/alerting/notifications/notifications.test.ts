@@ -619,3 +619,75 @@ describe("escalation", () => {
     expect(re.enabled).toBe(true);
   });
 });
+
+describe("a claim taken over after the claim timeout", () => {
+  it("is concluded once: the outcome recorded first stands, a late one does not overwrite it", async () => {
+    // A receiver that holds requests until the test answers them (`hold` off: answers 200 at once).
+    let hold = true;
+    let answered = 0;
+    const queue: http.ServerResponse[] = [];
+    const waiting: ((res: http.ServerResponse) => void)[] = [];
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        if (!hold) {
+          answered++;
+          res.end("{}");
+          return;
+        }
+        const w = waiting.shift();
+        if (w) w(res);
+        else queue.push(res);
+      });
+    });
+    const nextRequest = () =>
+      new Promise<http.ServerResponse>((resolve) => {
+        const r = queue.shift();
+        if (r) resolve(r);
+        else waiting.push(resolve);
+      });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      await dispatchDueDeliveries(ctx, OPTS); // what earlier tests left due
+      const ch = await createChannel(ctx, admin, {
+        name: "held-hook",
+        provider: "webhook",
+        config: { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook` },
+        max_attempts: 3,
+      });
+      const policy = await setupPolicy("held-policy", [[ch.id as string]], [0]);
+      const route = await createRoute(ctx, admin, {
+        name: "held-route",
+        priority: 1,
+        match_expression: { "alert.metadata.team": "held" },
+        escalation_policy_id: policy.id as string,
+      });
+      const alert = await triggerAlert(ctx, operator, { title: "held", metadata: { team: "held" } });
+      await routeAlert(ctx, alert);
+
+      const first = dispatchDueDeliveries(ctx, OPTS); // replica A claims and sends…
+      const toA = await nextRequest();
+      clock.advance(ctx.config.monitoring.notifyClaimTimeoutSeconds + 1);
+      const second = dispatchDueDeliveries(ctx, OPTS); // …A looks dead: B takes the claim over
+      const toB = await nextRequest();
+      toB.end("{}");
+      await second;
+      let [d] = await deliveries(alert.id);
+      expect(d).toMatchObject({ status: "sent", attempts: 2, response_status: 200 });
+      toA.statusCode = 503; // A's late answer would schedule a retry
+      toA.end("{}");
+      await first;
+      [d] = await deliveries(alert.id);
+      expect(d).toMatchObject({ status: "sent", attempts: 2, response_status: 200, next_attempt_at: null });
+      hold = false;
+      clock.advance(3600);
+      await dispatchDueDeliveries(ctx, OPTS);
+      expect(answered).toBe(0); // not sent a third time
+      await disableRoute(ctx, admin, route.id as string);
+    } finally {
+      hold = false;
+      for (const r of queue) r.end("{}");
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});

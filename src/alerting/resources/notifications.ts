@@ -22,7 +22,12 @@ import {
   validateStep,
   validateStepChannel,
 } from "../notifications/config.ts";
-import { type ChannelRow, sendTestNotification } from "../notifications/delivery.ts";
+import {
+  type ChannelRow,
+  DELIVERY_STATUSES,
+  deliveryMachine,
+  sendTestNotification,
+} from "../notifications/delivery.ts";
 import { validateMatchExpression } from "../notifications/match-expression.ts";
 
 const CHANNELS_VIEW = { permission: NOTIFY_PERMS.channelsView } as const;
@@ -294,11 +299,7 @@ export const notificationDeliveryResource = registerResource(
         values: ["fire", "renotify", "escalate", "resolve", "failover"],
         nullable: false,
       },
-      status: {
-        type: "enum",
-        values: ["pending", "dispatching", "sent", "failed", "expired", "cancelled", "suppressed", "skipped"],
-        nullable: false,
-      },
+      status: { type: "enum", values: DELIVERY_STATUSES, nullable: false },
       suppression_reason: { type: "string" },
       provider: { type: "string" },
       attempts: { type: "integer", nullable: false },
@@ -313,6 +314,8 @@ export const notificationDeliveryResource = registerResource(
     defaultSort: "-inserted_at",
     pagination: { styles: ["keyset", "offset"], defaultLimit: 100, maxLimit: 1000 },
     policies: { read: { access: CHANNELS_VIEW } },
+    // Written only by the dispatcher (delivery.ts) through the state writer; no operation here.
+    stateMachine: deliveryMachine,
     actions: {},
   }),
 );

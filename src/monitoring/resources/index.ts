@@ -17,7 +17,7 @@ import { CHECK_STATUSES, CHECK_TYPES } from "../checks/types.ts";
 import { validateCheckConfig } from "../checks/validate-config.ts";
 import { parseLabels } from "../labels.ts";
 import { isStale } from "../overdue.ts";
-import { POLL_JOB_STATUSES } from "../poll-job-state.ts";
+import { POLL_JOB_STATUSES, pollJobMachine } from "../poll-job-state.ts";
 import { initialRunAt } from "../scheduler.ts";
 import { TargetPolicy } from "../target-policy.ts";
 // Declared beside the checks it manages (registered on import, like this file).
@@ -449,6 +449,8 @@ export const pollJobResource = registerResource(
       },
     ],
     policies: { read: { access: { permission: "services.view" } } },
+    // Written only by poll-job-state.ts through the state writer; no operation here.
+    stateMachine: pollJobMachine,
     actions: {},
   }),
 );
