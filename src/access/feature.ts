@@ -5,6 +5,7 @@ import { AuthenticationRequiredError, ForbiddenError, RateLimitedError } from ".
 import type { Feature } from "../kernel/feature.ts";
 import { resolveCredentials } from "./authenticate.ts";
 import { bootstrapAdmin } from "./bootstrap.ts";
+import { type CredentialCache, credentialCache } from "./credential-cache.ts";
 import { checkOrigin } from "./csrf.ts";
 import type { RateLimitScope } from "./rate-limit.ts";
 import { type Budget, createRateStore, RateLimiter } from "./rate-limit.ts";
@@ -77,6 +78,7 @@ function budgetFor(ctx: AppContext, scope: RateLimitScope): Budget | null {
 export function createAccessFeature(): Feature {
   let state: AccessState | null = null;
   let sweepTimer: NodeJS.Timeout | null = null;
+  let cache: CredentialCache | null = null;
 
   return {
     name: "access",
@@ -178,6 +180,8 @@ export function createAccessFeature(): Feature {
 
     async start(ctx: AppContext) {
       await bootstrapAdmin(ctx);
+      cache = credentialCache(ctx);
+      await cache.start();
       const limiter = state?.limiter;
       if (limiter && limiter.store.kind !== "redis") {
         sweepTimer = setInterval(() => {
@@ -188,6 +192,8 @@ export function createAccessFeature(): Feature {
     },
 
     async stop() {
+      await cache?.stop();
+      cache = null;
       if (sweepTimer) clearInterval(sweepTimer);
       sweepTimer = null;
       await state?.limiter.close();
