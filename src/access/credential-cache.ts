@@ -170,6 +170,18 @@ export class CredentialCache {
     return e;
   }
 
+  /** Whether `key` has a live entry (no statistics, no LRU move). */
+  has(key: string): boolean {
+    if (!this.active) return false;
+    const e = this.entries.get(key);
+    return (
+      e !== undefined &&
+      performance.now() - e.storedAt <= this.maxAgeMs &&
+      e.secret === this.ctx.secretKey &&
+      !(e.expiresAt && e.expiresAt.getTime() <= this.ctx.now().getTime())
+    );
+  }
+
   /** Store a verified credential, unless an eviction happened since `generation` was read. */
   set(key: string, value: CachedCredential, generation: number): void {
     if (!this.active || generation !== this.gen) return;

@@ -169,6 +169,40 @@ describe("credential cache (one server)", () => {
   });
 });
 
+describe("credential cache and the failed-authentication budget", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ env: { NETMON_RATE_LIMIT_AUTH_FAILURES: "3/60s" } });
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("an IP out of failed authentications gets 429 even with a cached valid token", async () => {
+    const token = await tokenFor(server, "viewer");
+    expect((await me(server, authHeaders(token))).status).toBe(200);
+    const ok = await me(server, authHeaders(token)); // served from the cache
+    expect(ok.status).toBe(200);
+    const limit = Number(ok.headers.get("x-ratelimit-limit"));
+    expect(Number(ok.headers.get("x-ratelimit-remaining"))).toBe(limit - 2);
+    for (let i = 0; i < 3; i++) {
+      expect((await me(server, authHeaders(`not-a-token-${i}`))).status).toBe(401);
+    }
+    const refused = await me(server, authHeaders(token));
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Refused before its budget: the route's budget was not drawn from.
+    const realNow = server.ctx.now;
+    try {
+      server.ctx.now = () => new Date(Date.now() + 61_000);
+      const again = await me(server, authHeaders(token));
+      expect(again.status).toBe(200);
+    } finally {
+      server.ctx.now = realNow;
+    }
+  });
+});
+
 describe.runIf(testBackend() === "postgres")("credential cache across replicas (PostgreSQL)", () => {
   let url: string;
   let a: TestServer;
