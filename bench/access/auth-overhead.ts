@@ -5,6 +5,7 @@
 //   ACCESS_BENCH_SECONDS (default 5 per case), ACCESS_BENCH_CONNECTIONS (default 20),
 //   ACCESS_BENCH_DATABASE_URL (a PostgreSQL database URL → PostgreSQL + the shared PostgreSQL
 //   budget store; unset → embedded PGlite + in-memory budget store),
+//   ACCESS_BENCH_REDIS_URL (budgets in Redis instead: isolates the credential path's cost),
 //   ACCESS_BENCH_CACHE ("both" (default): each case with the credential cache off, then on — the
 //   same run, so comparable; "on" / "off": only that).
 // Besides throughput it counts the database round trips of each request (50 sequential
@@ -25,8 +26,9 @@ import { toQuery } from "../../src/storage/sql.ts";
 const SECONDS = Number(process.env.ACCESS_BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.ACCESS_BENCH_CONNECTIONS ?? 20);
 const DB_URL = process.env.ACCESS_BENCH_DATABASE_URL;
+const REDIS_URL = process.env.ACCESS_BENCH_REDIS_URL;
 const REQUEST_PATH =
-  /\b(api_tokens|api_keys|sessions|users|role_profiles|control_credentials|netmon_rate_limit_hit)\b/;
+  /\b(api_tokens|api_keys|sessions|users|role_profiles|control_credentials|netmon_rate_limit_hit|netmon_rate_limit_guarded_hit)\b/;
 const MODES =
   (process.env.ACCESS_BENCH_CACHE ?? "both") === "both" ? ["off", "on"] : [process.env.ACCESS_BENCH_CACHE];
 
@@ -45,6 +47,7 @@ async function runMode(mode: string): Promise<{ rows: string[]; trips: string[];
       NETMON_SYSLOG_PORT: "0",
       NETMON_SNMP_TRAP_PORT: "0",
       ...(DB_URL ? { DATABASE_URL: DB_URL } : {}),
+      ...(REDIS_URL ? { REDIS_URL } : {}),
     }),
   );
   const ctx = server.ctx;
@@ -141,7 +144,7 @@ for (const mode of MODES) {
 
 console.log(`## Access: authentication + budget cost per request
 
-Backend: ${DB_URL ? "PostgreSQL (budget store: PostgreSQL table)" : "PGlite (budget store: memory)"}; ${CONNECTIONS} connections, ${SECONDS} s per case; autocannon in the same process as the server; ${os.cpus().length} CPUs, load average ${os.loadavg()[0]?.toFixed(1)}.
+Backend: ${DB_URL ? "PostgreSQL" : "PGlite"} (budget store: ${REDIS_URL ? "Redis" : DB_URL ? "PostgreSQL table" : "memory"}); ${CONNECTIONS} connections, ${SECONDS} s per case; autocannon in the same process as the server; ${os.cpus().length} CPUs, load average ${os.loadavg()[0]?.toFixed(1)}.
 
 | credential | cache | path | req/s (mean) | p50 ms | p99 ms | non-2xx |
 |---|---|---|---|---|---|---|
@@ -155,5 +158,5 @@ Database round trips per request (50 sequential requests after the load; mean st
 |---|---|---|---|---|---|
 ${trips.join("\n")}
 
-Command: \`node --import tsx bench/access/auth-overhead.ts\`${DB_URL ? " with ACCESS_BENCH_DATABASE_URL set" : ""}.
+Command: \`node --import tsx bench/access/auth-overhead.ts\`${DB_URL ? " with ACCESS_BENCH_DATABASE_URL set" : ""}${REDIS_URL ? " and ACCESS_BENCH_REDIS_URL" : ""}.
 `);
