@@ -2,6 +2,7 @@ import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import { raw, sql } from "../storage/sql.ts";
 import type { Actor } from "./actor.ts";
+import { credentialCache, touchInBackground } from "./credential-cache.ts";
 import { forgetRememberedCredentials } from "./outage-credentials.ts";
 import { USER_ACTOR_COLUMNS, USER_ACTOR_JOIN, type UserActorRow, userActor } from "./principal.ts";
 import { requireRbacAdmin } from "./role-profiles.ts";
@@ -96,6 +97,21 @@ export async function revokeApiKey(ctx: AppContext, actor: Actor, id: string): P
 
 export async function authenticateApiKey(ctx: AppContext, key: string): Promise<Actor | null> {
   if (!key.startsWith("nmk_") || key.length > 200) return null;
+  const cache = credentialCache(ctx);
+  const cacheKey = cache.active ? cache.keyOf("api_key", key) : "";
+  const hit = cacheKey ? cache.get(cacheKey) : undefined;
+  const now = ctx.now();
+  if (hit) {
+    if (now.getTime() - hit.lastUsed > 60_000) {
+      hit.lastUsed = now.getTime();
+      const hash = sha256Hex(key);
+      touchInBackground(ctx, "api_keys", () =>
+        ctx.db.query(sql`UPDATE api_keys SET last_used_at = ${now} WHERE key_hash = ${hash}`),
+      );
+    }
+    return { ...hit.actor };
+  }
+  const generation = cache.generation;
   const row = await ctx.db.one<
     UserActorRow & {
       key_id: string;
@@ -107,11 +123,18 @@ export async function authenticateApiKey(ctx: AppContext, key: string): Promise<
     SELECT c.id AS key_id, c.expires_at, c.revoked_at, c.last_used_at, ${raw(USER_ACTOR_COLUMNS)}
     FROM api_keys c ${raw(USER_ACTOR_JOIN)}
     WHERE c.key_hash = ${sha256Hex(key)}`);
-  const now = ctx.now();
   if (!row || row.revoked_at || row.user_status !== "active") return null;
   if (row.expires_at && row.expires_at <= now) return null;
-  if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > 60_000) {
-    await ctx.db.query(sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${row.key_id}`);
+  let lastUsed = row.last_used_at?.getTime() ?? 0;
+  if (now.getTime() - lastUsed > 60_000) {
+    lastUsed = now.getTime();
+    touchInBackground(ctx, "api_keys", () =>
+      ctx.db.query(sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${row.key_id}`),
+    );
   }
-  return userActor(row, "api_key");
+  const actor = userActor(row, "api_key");
+  if (cacheKey) {
+    cache.set(cacheKey, { actor, userId: row.user_id, expiresAt: row.expires_at, lastUsed }, generation);
+  }
+  return actor;
 }

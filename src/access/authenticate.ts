@@ -2,6 +2,7 @@ import type { FastifyRequest } from "fastify";
 import type { AppContext } from "../kernel/context.ts";
 import type { Actor } from "./actor.ts";
 import { authenticateApiKey } from "./api-keys.ts";
+import { credentialCache } from "./credential-cache.ts";
 import { withOutageGrace } from "./outage-credentials.ts";
 import { authenticateSession, SESSION_COOKIE } from "./sessions.ts";
 import { authenticateBearer } from "./tokens.ts";
@@ -14,6 +15,25 @@ export interface Credentials {
   reason?: string;
   /** The raw session cookie when the actor came from it (for the CSRF check). */
   sessionToken?: string;
+}
+
+/**
+ * Whether the credential this request presents (by the precedence below) is in the credential
+ * cache now — known valid without a lookup. Looks only; the lookup is resolveCredentials'.
+ */
+export function presentsCachedCredential(ctx: AppContext, request: FastifyRequest): boolean {
+  const cache = credentialCache(ctx);
+  if (!cache.active) return false;
+  const authz = request.headers.authorization;
+  if (typeof authz === "string" && authz !== "") {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
+    return m ? cache.has(cache.keyOf("bearer", m[1] as string)) : false;
+  }
+  const apiKey = request.headers["x-api-key"];
+  if (typeof apiKey === "string" && apiKey !== "") return cache.has(cache.keyOf("api_key", apiKey));
+  const cookie = request.cookies?.[SESSION_COOKIE];
+  if (typeof cookie === "string" && cookie !== "") return cache.has(cache.keyOf("session", cookie));
+  return false;
 }
 
 /**

@@ -3,8 +3,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppContext } from "../kernel/context.ts";
 import { AuthenticationRequiredError, ForbiddenError, RateLimitedError } from "../kernel/errors.ts";
 import type { Feature } from "../kernel/feature.ts";
-import { resolveCredentials } from "./authenticate.ts";
+import { loadAuthSettings } from "./auth-settings.ts";
+import { presentsCachedCredential, resolveCredentials } from "./authenticate.ts";
 import { bootstrapAdmin } from "./bootstrap.ts";
+import { type CredentialCache, credentialCache } from "./credential-cache.ts";
 import { checkOrigin } from "./csrf.ts";
 import type { RateLimitScope } from "./rate-limit.ts";
 import { type Budget, createRateStore, RateLimiter } from "./rate-limit.ts";
@@ -77,6 +79,7 @@ function budgetFor(ctx: AppContext, scope: RateLimitScope): Budget | null {
 export function createAccessFeature(): Feature {
   let state: AccessState | null = null;
   let sweepTimer: NodeJS.Timeout | null = null;
+  let cache: CredentialCache | null = null;
 
   return {
     name: "access",
@@ -110,14 +113,21 @@ export function createAccessFeature(): Feature {
         if (ruleKind(rule) !== "public") {
           // Credential guessing is budgeted per IP on its own: once exhausted, requests that
           // present credentials get 429 before any lookup (the database is not a guessing oracle).
+          // A credential in the credential cache needs no lookup: its check of that budget is
+          // made together with the route's budget (one round trip on PostgreSQL, issue 14).
           const failures = ctx.config.rateLimitAuthFailures;
+          let guardDeferred = false;
           if (presentsCredentials(request)) {
-            const seen = await limiter.peek("auth_failures", `ip:${request.ip}`, failures).catch(() => null);
-            if (seen && !seen.allowed) throw new RateLimitedError(seen.retryAfter);
+            guardDeferred =
+              presentsCachedCredential(ctx, request) && (await loadAuthSettings(ctx)).mode !== "proxy_jwt";
+            if (!guardDeferred) await checkGuard(limiter, request, failures);
           }
           const creds =
             (await proxyCredentials(ctx, request, reply)) ?? (await resolveCredentials(ctx, request));
           if (creds.presented && !creds.actor) {
+            // Evicted meanwhile: the look that was put off is made now, as it would have been.
+            if (guardDeferred) await checkGuard(limiter, request, failures);
+            guardDeferred = false;
             await limiter.consume("auth_failures", `ip:${request.ip}`, failures).catch(() => undefined);
           }
           let actor = creds.actor;
@@ -125,7 +135,10 @@ export function createAccessFeature(): Feature {
           const denied = enforce(rule, actor, creds.presented ? creds.reason : undefined);
           if (denied) {
             // 401s are answered before the budget: they consume nothing.
-            if (denied instanceof AuthenticationRequiredError) throw denied;
+            if (denied instanceof AuthenticationRequiredError) {
+              if (guardDeferred) await checkGuard(limiter, request, failures);
+              throw denied;
+            }
           }
           request.actor = actor;
           if (actor?.authMethod === "session") request.sessionToken = creds.sessionToken;
@@ -135,6 +148,7 @@ export function createAccessFeature(): Feature {
             request,
             reply,
             config.rateLimit ?? defaultRateLimit(request.routeOptions.url ?? ""),
+            guardDeferred ? failures : null,
           );
           if (denied) {
             // Marks a denial by the route's access rule (vs. a handler's own 403, e.g. an
@@ -150,6 +164,7 @@ export function createAccessFeature(): Feature {
           request,
           reply,
           config.rateLimit ?? defaultRateLimit(request.routeOptions.url ?? ""),
+          null,
         );
       });
 
@@ -178,6 +193,8 @@ export function createAccessFeature(): Feature {
 
     async start(ctx: AppContext) {
       await bootstrapAdmin(ctx);
+      cache = credentialCache(ctx);
+      await cache.start();
       const limiter = state?.limiter;
       if (limiter && limiter.store.kind !== "redis") {
         sweepTimer = setInterval(() => {
@@ -188,6 +205,8 @@ export function createAccessFeature(): Feature {
     },
 
     async stop() {
+      await cache?.stop();
+      cache = null;
       if (sweepTimer) clearInterval(sweepTimer);
       sweepTimer = null;
       await state?.limiter.close();
@@ -195,18 +214,29 @@ export function createAccessFeature(): Feature {
   };
 }
 
+/** The failed-authentication budget of the client IP: 429 once exhausted. */
+async function checkGuard(limiter: RateLimiter, request: FastifyRequest, failures: Budget): Promise<void> {
+  const seen = await limiter.peek("auth_failures", `ip:${request.ip}`, failures).catch(() => null);
+  if (seen && !seen.allowed) throw new RateLimitedError(seen.retryAfter);
+}
+
+/** `guard`: the failed-authentication budget still to look at (put off to be checked with this). */
 async function applyBudget(
   ctx: AppContext,
   limiter: RateLimiter,
   request: FastifyRequest,
   reply: FastifyReply,
   scope: RateLimitScope,
+  guard: Budget | null,
 ): Promise<void> {
   const actor = request.actor;
   // Gateway/agent credentials always draw from their own per-credential `control` budget.
   if (scope !== "none" && (actor?.kind === "gateway" || actor?.kind === "agent")) scope = "control";
   const budget = budgetFor(ctx, scope);
-  if (!budget) return;
+  if (!budget) {
+    if (guard) await checkGuard(limiter, request, guard);
+    return;
+  }
   const subject =
     (scope === "control" || scope === "ingest") && actor
       ? `cred:${actor.tokenJti ?? actor.sessionId ?? actor.id}`
@@ -215,8 +245,22 @@ async function applyBudget(
         : `ip:${request.ip}`;
   let decision: Awaited<ReturnType<RateLimiter["consume"]>>;
   try {
-    decision = await limiter.consume(scope, subject, budget);
+    if (guard) {
+      const r = await limiter.consumeGuarded(
+        "auth_failures",
+        `ip:${request.ip}`,
+        guard,
+        scope,
+        subject,
+        budget,
+      );
+      if (!r.decision) throw new RateLimitedError(r.guard.retryAfter);
+      decision = r.decision;
+    } else {
+      decision = await limiter.consume(scope, subject, budget);
+    }
   } catch (err) {
+    if (err instanceof RateLimitedError) throw err;
     // The counter store is down: serve the request rather than fail the API (logged).
     request.log.warn({ err, scope }, "rate-limit store unavailable; request not budgeted");
     return;

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { AppContext } from "../kernel/context.ts";
 import { isConnectionLoss } from "../storage/db-error.ts";
 import type { Actor } from "./actor.ts";
+import { invalidateCredentialCache } from "./credential-cache.ts";
 
 /**
  * Credentials that still work while the database is away (decision 0311). Telemetry buffered
@@ -69,4 +70,6 @@ export async function withOutageGrace(
 /** Forget every remembered credential (after a revocation in this process). */
 export function forgetRememberedCredentials(ctx: AppContext): void {
   memory(ctx).clear();
+  // And the credential cache, at once in this process (other replicas: the NOTIFY).
+  invalidateCredentialCache(ctx);
 }

@@ -41,6 +41,21 @@ export interface RateStore {
     nowSec: number,
     record: boolean,
   ): Promise<{ count: number; oldest: number | null; allowed: boolean }>;
+  /**
+   * Both of an authenticated request's checks at once, where the store can do it in one round
+   * trip: look at `guard` (never recorded) and, only when it is not exhausted, `hit` the key.
+   * Same answers as the two calls in that order. Optional: RateLimiter falls back to two calls.
+   */
+  guardedHit?(
+    guard: { key: string; limit: number; windowSec: number },
+    key: string,
+    limit: number,
+    windowSec: number,
+    nowSec: number,
+  ): Promise<{
+    guard: { count: number; oldest: number | null; allowed: boolean };
+    hit: { count: number; oldest: number | null; allowed: boolean } | null;
+  }>;
   /** Whether the store answers (shown in /health); stores without a remote part are always ok. */
   health?(): { status: "ok" | "degraded"; detail?: string };
   /** Drop data older than `beforeSec` (housekeeping). */
@@ -104,6 +119,43 @@ export class PostgresRateStore implements RateStore {
     }
     if (!row) throw new Error("netmon_rate_limit_hit returned no row");
     return { allowed: row.out_allowed, count: row.out_count, oldest: row.out_oldest };
+  }
+
+  async guardedHit(
+    guard: { key: string; limit: number; windowSec: number },
+    key: string,
+    limit: number,
+    windowSec: number,
+    nowSec: number,
+  ) {
+    // One round trip for both (migration 0108).
+    let row:
+      | {
+          guard_allowed: boolean;
+          guard_count: number;
+          guard_oldest: number | null;
+          out_allowed: boolean;
+          out_count: number;
+          out_oldest: number | null;
+        }
+      | undefined;
+    try {
+      row = await this.db.one(sql`SELECT * FROM netmon_rate_limit_guarded_hit(
+        ${guard.key}, ${guard.windowSec}, ${guard.limit}, ${key}, ${nowSec}, ${windowSec}, ${limit})`);
+    } catch (err) {
+      if (!isConnectionLoss(err)) throw err;
+      const g = await this.fallback.hit(guard.key, guard.limit, guard.windowSec, nowSec, false);
+      return {
+        guard: g,
+        hit: g.allowed ? await this.fallback.hit(key, limit, windowSec, nowSec, true) : null,
+      };
+    }
+    if (!row) throw new Error("netmon_rate_limit_guarded_hit returned no row");
+    const g = { allowed: row.guard_allowed, count: row.guard_count, oldest: row.guard_oldest };
+    return {
+      guard: g,
+      hit: g.allowed ? { allowed: row.out_allowed, count: row.out_count, oldest: row.out_oldest } : null,
+    };
   }
 
   async sweep(beforeSec: number) {
@@ -246,6 +298,55 @@ export class RateLimiter {
       nowSec,
       record,
     );
+    return {
+      allowed: r.allowed,
+      limit: budget.requests,
+      count: r.count,
+      remaining: Math.max(0, budget.requests - r.count),
+      reset: nowSec + budget.windowSeconds,
+      retryAfter: r.allowed ? 0 : Math.max(1, (r.oldest ?? nowSec) + budget.windowSeconds - nowSec),
+    };
+  }
+
+  /**
+   * `peek(guard…)` and, only when that allows, `consume(bucket…)` — in one round trip where
+   * the store can (PostgreSQL). `decision` is null when the guard refused.
+   */
+  async consumeGuarded(
+    guardBucket: string,
+    guardSubject: string,
+    guardBudget: Budget,
+    bucket: string,
+    subject: string,
+    budget: Budget,
+  ): Promise<{ guard: RateDecision; decision: RateDecision | null }> {
+    if (!this.store.guardedHit) {
+      const guard = await this.peek(guardBucket, guardSubject, guardBudget);
+      return { guard, decision: guard.allowed ? await this.consume(bucket, subject, budget) : null };
+    }
+    const nowSec = Math.floor(this.now().getTime() / 1000);
+    const r = await this.store.guardedHit(
+      {
+        key: `${guardBucket}:${guardSubject}`,
+        limit: guardBudget.requests,
+        windowSec: guardBudget.windowSeconds,
+      },
+      `${bucket}:${subject}`,
+      budget.requests,
+      budget.windowSeconds,
+      nowSec,
+    );
+    return {
+      guard: this.decision(r.guard, guardBudget, nowSec),
+      decision: r.hit ? this.decision(r.hit, budget, nowSec) : null,
+    };
+  }
+
+  private decision(
+    r: { count: number; oldest: number | null; allowed: boolean },
+    budget: Budget,
+    nowSec: number,
+  ): RateDecision {
     return {
       allowed: r.allowed,
       limit: budget.requests,

@@ -4,6 +4,7 @@ import type { Queryable } from "../storage/db.ts";
 import { asDomainError } from "../storage/db-error.ts";
 import { sql } from "../storage/sql.ts";
 import { type Actor, hasPermission, hasRole, ROLES, type Role } from "./actor.ts";
+import { invalidateCredentialCache } from "./credential-cache.ts";
 import { effectivePermissions, isPermissionKey, PERMISSIONS, roleDefaults } from "./permissions.ts";
 import { isUuid } from "./util.ts";
 
@@ -183,6 +184,7 @@ export async function updateRoleProfile(
       UPDATE role_profiles SET name = ${name}, description = ${description}, base_role = ${base},
         grants = ${grants}, revokes = ${revokes}, updated_at = ${ctx.now()}
       WHERE id = ${id} RETURNING *`);
+    invalidateCredentialCache(ctx);
     return row as RoleProfileRow;
   });
 }
@@ -199,4 +201,5 @@ export async function deleteRoleProfile(ctx: AppContext, actor: Actor, id: strin
     throw new ConflictError(`role profile is assigned to ${inUse?.n} user(s)`, { code: "profile_in_use" });
   }
   await ctx.db.query(sql`DELETE FROM role_profiles WHERE id = ${id}`);
+  invalidateCredentialCache(ctx);
 }

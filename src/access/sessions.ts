@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import type { AppContext } from "../kernel/context.ts";
 import { raw, sql } from "../storage/sql.ts";
 import type { Actor } from "./actor.ts";
+import { credentialCache, invalidateCredentialCache, touchInBackground } from "./credential-cache.ts";
 import { USER_ACTOR_COLUMNS, USER_ACTOR_JOIN, type UserActorRow, userActor } from "./principal.ts";
 import { deriveKey, randomToken, sha256Hex } from "./util.ts";
 
@@ -37,17 +38,43 @@ export async function revokeSession(ctx: AppContext, token: string): Promise<voi
   await ctx.db.query(
     sql`UPDATE sessions SET revoked_at = ${ctx.now()} WHERE token_hash = ${sha256Hex(token)} AND revoked_at IS NULL`,
   );
+  invalidateCredentialCache(ctx);
 }
 
 export async function revokeSessionById(ctx: AppContext, id: string): Promise<void> {
   await ctx.db.query(
     sql`UPDATE sessions SET revoked_at = ${ctx.now()} WHERE id = ${id} AND revoked_at IS NULL`,
   );
+  invalidateCredentialCache(ctx);
 }
 
-/** The Actor of a session cookie, or null when unknown, revoked, expired, idle or the user is disabled. */
+/**
+ * The Actor of a session cookie, or null when unknown, revoked, expired, idle or the user is
+ * disabled. A session verified recently comes from the credential cache (credential-cache.ts).
+ */
 export async function authenticateSession(ctx: AppContext, token: string): Promise<Actor | null> {
   if (token.length < 20 || token.length > 200) return null;
+  const cache = credentialCache(ctx);
+  const key = cache.active ? cache.keyOf("session", token) : "";
+  const hit = key ? cache.get(key) : undefined;
+  const idleMs = ctx.config.sessionIdleTimeoutSeconds * 1000;
+  if (hit) {
+    const now = ctx.now();
+    // Idle by the last touch this process knows of: the database may know a later one
+    // (another replica's), so an idle-looking entry is looked up again rather than refused.
+    if (now.getTime() - hit.lastUsed <= idleMs) {
+      if (now.getTime() - hit.lastUsed > TOUCH_INTERVAL_MS) {
+        hit.lastUsed = now.getTime();
+        const id = hit.actor.sessionId as string;
+        touchInBackground(ctx, "sessions", () =>
+          ctx.db.query(sql`UPDATE sessions SET last_seen_at = ${now} WHERE id = ${id}`),
+        );
+      }
+      return { ...hit.actor };
+    }
+    cache.delete(key);
+  }
+  const generation = cache.generation;
   const row = await ctx.db.one<
     UserActorRow & { session_id: string; expires_at: Date; revoked_at: Date | null; last_seen_at: Date }
   >(sql`
@@ -57,11 +84,17 @@ export async function authenticateSession(ctx: AppContext, token: string): Promi
   if (!row || row.revoked_at || row.user_status !== "active") return null;
   const now = ctx.now();
   if (row.expires_at <= now) return null;
-  if (now.getTime() - row.last_seen_at.getTime() > ctx.config.sessionIdleTimeoutSeconds * 1000) return null;
-  if (now.getTime() - row.last_seen_at.getTime() > TOUCH_INTERVAL_MS) {
-    await ctx.db.query(sql`UPDATE sessions SET last_seen_at = ${now} WHERE id = ${row.session_id}`);
+  if (now.getTime() - row.last_seen_at.getTime() > idleMs) return null;
+  let lastUsed = row.last_seen_at.getTime();
+  if (now.getTime() - lastUsed > TOUCH_INTERVAL_MS) {
+    lastUsed = now.getTime();
+    touchInBackground(ctx, "sessions", () =>
+      ctx.db.query(sql`UPDATE sessions SET last_seen_at = ${now} WHERE id = ${row.session_id}`),
+    );
   }
-  return userActor(row, "session", { sessionId: row.session_id });
+  const actor = userActor(row, "session", { sessionId: row.session_id });
+  if (key) cache.set(key, { actor, userId: row.user_id, expiresAt: row.expires_at, lastUsed }, generation);
+  return actor;
 }
 
 /** The CSRF token bound to a session: HMAC of the session cookie value (nothing stored). */

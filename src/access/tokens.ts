@@ -4,6 +4,7 @@ import type { AppContext } from "../kernel/context.ts";
 import { ForbiddenError, InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import { raw, sql } from "../storage/sql.ts";
 import type { Actor } from "./actor.ts";
+import { type CachedCredential, credentialCache, touchInBackground } from "./credential-cache.ts";
 import { forgetRememberedCredentials } from "./outage-credentials.ts";
 import { isPermissionKey } from "./permissions.ts";
 import {
@@ -302,8 +303,37 @@ export type TokenCheck = { actor: Actor } | { actor: null; reason: string };
 
 const TOUCH_INTERVAL_MS = 60_000;
 
-/** Verify a bearer JWT and build its Actor, re-reading revocation, status and permissions. */
+/**
+ * Verify a bearer JWT and build its Actor, re-reading revocation, status and permissions —
+ * or, for a token verified recently, from the credential cache (credential-cache.ts), which
+ * every change to the token, its owner or the owner's profile evicts.
+ */
 export async function authenticateBearer(ctx: AppContext, token: string): Promise<TokenCheck> {
+  const cache = credentialCache(ctx);
+  const key = cache.active ? cache.keyOf("bearer", token) : "";
+  const hit = key ? cache.get(key) : undefined;
+  if (hit) {
+    const now = ctx.now();
+    if (now.getTime() - hit.lastUsed > TOUCH_INTERVAL_MS) {
+      hit.lastUsed = now.getTime();
+      const table = hit.actor.authMethod === "control_plane" ? "control_credentials" : "api_tokens";
+      const jti = hit.actor.tokenJti as string;
+      touchInBackground(ctx, table, () =>
+        ctx.db.query(sql`UPDATE ${raw(table)} SET last_used_at = ${now} WHERE jti = ${jti}`),
+      );
+    }
+    return { actor: { ...hit.actor } };
+  }
+  const generation = cache.generation;
+  const res = await verifyBearer(ctx, token);
+  if (key && "cached" in res && res.cached) cache.set(key, res.cached, generation);
+  return res.actor ? { actor: res.actor } : res;
+}
+
+async function verifyBearer(
+  ctx: AppContext,
+  token: string,
+): Promise<{ actor: Actor; cached?: CachedCredential } | { actor: null; reason: string }> {
   let payload: Record<string, unknown>;
   try {
     ({ payload } = await jwtVerify(token, signingKey(ctx.secretKey), {
@@ -321,6 +351,11 @@ export async function authenticateBearer(ctx: AppContext, token: string): Promis
   const iat = typeof payload.iat === "number" ? payload.iat : 0;
   if (typeof jti !== "string" || typeof sub !== "string") return { actor: null, reason: "invalid token" };
   const now = ctx.now();
+  // The JWT's own expiry as jwtVerify applies it (with its clock tolerance).
+  const jwtExpiresAt =
+    typeof payload.exp === "number" ? new Date((payload.exp + CLOCK_TOLERANCE_S) * 1000) : null;
+  const expiry = (stored: Date | null): Date | null =>
+    stored && jwtExpiresAt ? (stored < jwtExpiresAt ? stored : jwtExpiresAt) : (stored ?? jwtExpiresAt);
 
   if (payload.typ === "control") {
     const row = await ctx.db.one<ControlCredentialRow>(
@@ -329,23 +364,26 @@ export async function authenticateBearer(ctx: AppContext, token: string): Promis
     if (!row || `${row.kind}:${row.name}` !== sub) return { actor: null, reason: "unknown token" };
     if (row.revoked_at) return { actor: null, reason: "token revoked" };
     if (row.expires_at && row.expires_at <= now) return { actor: null, reason: "token expired" };
-    if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > TOUCH_INTERVAL_MS) {
-      await ctx.db.query(sql`UPDATE control_credentials SET last_used_at = ${now} WHERE id = ${row.id}`);
+    let lastUsed = row.last_used_at?.getTime() ?? 0;
+    if (now.getTime() - lastUsed > TOUCH_INTERVAL_MS) {
+      lastUsed = now.getTime();
+      touchInBackground(ctx, "control_credentials", () =>
+        ctx.db.query(sql`UPDATE control_credentials SET last_used_at = ${now} WHERE id = ${row.id}`),
+      );
     }
-    return {
-      actor: {
-        kind: row.kind,
-        id: `${row.kind}:${row.name}`,
-        email: null,
-        role: "viewer",
-        roleProfileId: null,
-        permissions: new Set(),
-        authMethod: "control_plane",
-        tokenJti: jti,
-        scopes: [],
-        partitions: null,
-      },
+    const actor: Actor = {
+      kind: row.kind,
+      id: `${row.kind}:${row.name}`,
+      email: null,
+      role: "viewer",
+      roleProfileId: null,
+      permissions: new Set(),
+      authMethod: "control_plane",
+      tokenJti: jti,
+      scopes: [],
+      partitions: null,
     };
+    return { actor, cached: { actor, userId: null, expiresAt: expiry(row.expires_at), lastUsed } };
   }
 
   if (payload.typ !== "api" || !sub.startsWith("user:")) return { actor: null, reason: "invalid token" };
@@ -369,9 +407,14 @@ export async function authenticateBearer(ctx: AppContext, token: string): Promis
   if (row.user_revoked_before && iat < Math.floor(row.user_revoked_before.getTime() / 1000)) {
     return { actor: null, reason: "token revoked" };
   }
-  if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > TOUCH_INTERVAL_MS) {
-    await ctx.db.query(sql`UPDATE api_tokens SET last_used_at = ${now} WHERE id = ${row.token_id}`);
+  let lastUsed = row.last_used_at?.getTime() ?? 0;
+  if (now.getTime() - lastUsed > TOUCH_INTERVAL_MS) {
+    lastUsed = now.getTime();
+    touchInBackground(ctx, "api_tokens", () =>
+      ctx.db.query(sql`UPDATE api_tokens SET last_used_at = ${now} WHERE id = ${row.token_id}`),
+    );
   }
-  const actor = userActor(row, "api_token", { tokenJti: jti, scopes: row.scopes });
-  return { actor: row.token_permissions ? restrictActor(actor, row.token_permissions) : actor };
+  const full = userActor(row, "api_token", { tokenJti: jti, scopes: row.scopes });
+  const actor = row.token_permissions ? restrictActor(full, row.token_permissions) : full;
+  return { actor, cached: { actor, userId: row.user_id, expiresAt: expiry(row.expires_at), lastUsed } };
 }

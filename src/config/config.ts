@@ -269,6 +269,17 @@ export const VARIABLES = {
     default: 3600,
     description: "Browser session idle timeout",
   }),
+  NETMON_CREDENTIAL_CACHE_SECONDS: v({
+    parse: int(0, 3600),
+    default: 30,
+    description:
+      "How long a verified credential (bearer token, API key, session) is kept in memory so a request needs no credential lookup; every change to a credential, user or role profile evicts it at once on every replica (LISTEN/NOTIFY). 0 turns the cache off",
+  }),
+  NETMON_CREDENTIAL_CACHE_ENTRIES: v({
+    parse: int(1, 1_000_000),
+    default: 10_000,
+    description: "Credential cache size (entries, least recently used evicted first)",
+  }),
   NETMON_SESSION_ABSOLUTE_TIMEOUT_SECONDS: v({
     parse: int(60, 365 * 86400),
     default: 30 * 86400,
@@ -424,6 +435,7 @@ export interface Config {
   retention: { metricsDays: number; rollupDays: number; logDays: number };
   sessionIdleTimeoutSeconds: number;
   sessionAbsoluteTimeoutSeconds: number;
+  credentialCache: { seconds: number; entries: number };
   admin: {
     email: string;
     password: string | undefined;
@@ -519,6 +531,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     sessionIdleTimeoutSeconds: r.NETMON_SESSION_IDLE_TIMEOUT_SECONDS,
     sessionAbsoluteTimeoutSeconds: r.NETMON_SESSION_ABSOLUTE_TIMEOUT_SECONDS,
+    credentialCache: {
+      seconds: r.NETMON_CREDENTIAL_CACHE_SECONDS,
+      entries: r.NETMON_CREDENTIAL_CACHE_ENTRIES,
+    },
     admin: {
       email: r.SERVICE_ADMIN_EMAIL,
       password: r.SERVICE_ADMIN_PASSWORD,

@@ -77,6 +77,18 @@ export interface Db extends Queryable, BulkLoad {
    * holder is no longer the leader and should try again.
    */
   tryAdvisoryLock(key: bigint, onLost?: (err: Error) => void): Promise<(() => Promise<void>) | null>;
+  /**
+   * LISTEN on `channel`: `onNotify` gets each notification's payload. PostgreSQL: on a
+   * dedicated connection (not the pool's); `onLost` is called once when it dies, after which
+   * nothing more is delivered (listen again to resume). PGlite: the one connection; a
+   * notification raised by a statement is delivered before that statement's result.
+   * Resolves once listening, with a function that stops.
+   */
+  listen(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onLost?: (err: Error) => void,
+  ): Promise<() => Promise<void>>;
   ping(): Promise<void>;
   /** Connection use now (self-metrics). */
   stats(): DbStats;

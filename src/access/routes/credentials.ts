@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { AppContext } from "../../kernel/context.ts";
 import type { Actor } from "../actor.ts";
+import { credentialCache } from "../credential-cache.ts";
 import { csrfTokenFor } from "../sessions.ts";
 import {
   createApiToken,
@@ -17,9 +18,17 @@ export async function credentialRoutes(app: FastifyInstance, ctx: AppContext): P
 
   app.get("/api/v1/me", { config }, async (request) => {
     const actor = request.actor as Actor;
-    const user = await findUserById(ctx.db, actor.id);
+    // The serialised record is cached with the credentials (evicted by any change to the user).
+    const cache = credentialCache(ctx);
+    let user = cache.getUser(actor.id) ?? null;
+    if (!user) {
+      const generation = cache.generation;
+      const row = await findUserById(ctx.db, actor.id);
+      user = row ? serializeUser(row) : null;
+      if (user) cache.setUser(actor.id, user, generation);
+    }
     return {
-      user: user ? serializeUser(user) : null,
+      user,
       role: actor.role,
       permissions: [...actor.permissions].sort(),
       auth_method: actor.authMethod,

@@ -22,6 +22,9 @@ interface Pending {
 }
 
 interface WorkerReply {
+  /** A notification (LISTEN) rather than a reply. */
+  notify?: string;
+  payload?: string;
   id: number;
   ok: boolean;
   result?: unknown;
@@ -62,6 +65,7 @@ export class PgliteDb extends BaseQueryable implements Db {
   private readonly ready: Promise<void>;
   private closed = false;
   private readonly lockFile: string | undefined;
+  private readonly listeners = new Map<string, Set<(payload: string) => void>>();
 
   private constructor(opts: PgliteOptions, lockFile: string | undefined) {
     super();
@@ -77,6 +81,10 @@ export class PgliteDb extends BaseQueryable implements Db {
       this.pending.set(0, { resolve: () => resolve(), reject });
     });
     this.worker.on("message", (msg: WorkerReply) => {
+      if (msg.notify !== undefined) {
+        for (const fn of this.listeners.get(msg.notify) ?? []) fn(msg.payload ?? "");
+        return;
+      }
       const p = this.pending.get(msg.id);
       if (!p) return;
       this.pending.delete(msg.id);
@@ -231,6 +239,22 @@ export class PgliteDb extends BaseQueryable implements Db {
   /** Dump the data directory (uncompressed tar) for use as a template. */
   async dump(): Promise<Uint8Array> {
     return this.mutex.run(() => this.call("dump") as Promise<Uint8Array>);
+  }
+
+  async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+    // One process, one connection: nothing to lose short of the database itself closing.
+    let set = this.listeners.get(channel);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(channel, set);
+      const run = () => this.call("listen", { channel });
+      await (this.inHeldConnection() ? run() : this.mutex.run(run));
+    }
+    const fn = (payload: string) => onNotify(payload);
+    set.add(fn);
+    return async () => {
+      set.delete(fn);
+    };
   }
 
   async ping(): Promise<void> {

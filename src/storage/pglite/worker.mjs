@@ -79,6 +79,8 @@ function serializeError(err) {
   };
 }
 
+const unlisten = new Map();
+
 async function handle(msg) {
   await ready;
   switch (msg.op) {
@@ -92,6 +94,24 @@ async function handle(msg) {
     }
     case "exec": {
       await db.exec(msg.text);
+      return null;
+    }
+    case "listen": {
+      // Notifications go to the parent as {notify, payload}, posted while PGlite handles the
+      // statement that raised them — so before that statement's own result.
+      const channel = msg.channel;
+      if (!unlisten.has(channel)) {
+        unlisten.set(
+          channel,
+          await db.listen(channel, (payload) => parentPort.postMessage({ notify: channel, payload })),
+        );
+      }
+      return null;
+    }
+    case "unlisten": {
+      const stop = unlisten.get(msg.channel);
+      unlisten.delete(msg.channel);
+      if (stop) await stop();
       return null;
     }
     case "dump": {

@@ -91,17 +91,19 @@ export class PostgresDb extends BaseQueryable implements Db {
   readonly kind = "postgres" as const;
   readonly pool: pg.Pool;
   readonly #max: number;
+  readonly #clientConfig: pg.ClientConfig;
+  readonly #listeners = new Set<pg.Client>();
 
   private constructor(opts: PostgresOptions) {
     super();
     this.#max = opts.poolSize ?? 10;
-    this.pool = new pg.Pool({
+    this.#clientConfig = {
       connectionString: opts.connectionString,
-      max: opts.poolSize ?? 10,
       application_name: opts.applicationName ?? "netmon",
       connectionTimeoutMillis: 10_000,
       options: opts.schema ? `-c search_path=${opts.schema},public` : undefined,
-    });
+    };
+    this.pool = new pg.Pool({ ...this.#clientConfig, max: opts.poolSize ?? 10 });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on("error", () => {});
   }
@@ -251,6 +253,50 @@ export class PostgresDb extends BaseQueryable implements Db {
     }
   }
 
+  async listen(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onLost?: (err: Error) => void,
+  ): Promise<() => Promise<void>> {
+    if (this.closed) throw new DbError("database is closed", { code: "08003" });
+    // Its own connection (not the pool's): it must stay open and LISTENing, and keepalive
+    // notices a peer that vanished without closing the socket.
+    const client = new pg.Client({
+      ...this.#clientConfig,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
+    let stopped = false;
+    let lost = false;
+    const lose = (err: Error) => {
+      if (lost || stopped) return;
+      lost = true;
+      this.#listeners.delete(client);
+      client.end().catch(() => {});
+      if (!this.closed) onLost?.(err);
+    };
+    client.on("error", (err) => lose(err));
+    client.on("end", () => lose(new Error("listen connection closed")));
+    client.on("notification", (msg) => {
+      if (msg.channel === channel) onNotify(msg.payload ?? "");
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${channel.replace(/"/g, '""')}"`);
+    } catch (err) {
+      stopped = true;
+      await client.end().catch(() => {});
+      throw wrap(err);
+    }
+    this.#listeners.add(client);
+    return async () => {
+      if (stopped) return;
+      stopped = true;
+      this.#listeners.delete(client);
+      await client.end().catch(() => {});
+    };
+  }
+
   async ping(): Promise<void> {
     await this.query("SELECT 1");
   }
@@ -269,6 +315,8 @@ export class PostgresDb extends BaseQueryable implements Db {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const c of this.#listeners) await c.end().catch(() => {});
+    this.#listeners.clear();
     await this.pool.end();
   }
 }
