@@ -8,7 +8,9 @@ import pg from "pg";
 
 pg.types.setTypeParser(20, (v) => Number(v)); // int8 → number, as netmon's storage does
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL ?? 10) });
-const SQL = JSON.parse(process.env.READS_SQL ?? "{}") as Record<"list" | "search" | "srql" | "v2", string>;
+const SQL = JSON.parse(process.env.READS_SQL ?? "{}") as Record<"list" | "search" | "srql" | "v2", string> & {
+  srqlProbe?: string;
+};
 const SHAPES = JSON.parse(process.env.READS_SHAPES ?? "{}") as { v2Attributes: string[]; srqlViz: unknown };
 const secret = Buffer.from(process.env.READS_SECRET_KEY ?? "", "base64");
 const srqlKey = createHmac("sha256", secret).update("netmon-srql-cursor-v1").digest();
@@ -90,6 +92,8 @@ async function srql(body: string): Promise<string> {
   const m = /^in:devices hostname:(\S+) limit:(\d+)$/.exec(query.trim());
   if (!m) throw new Error("unsupported query");
   const limit = Number(m[2]);
+  // netmon counts the substring's matches first (at most 2,001) and picks the plan from that.
+  if (SQL.srqlProbe) await pool.query(SQL.srqlProbe, [m[1], 2001]);
   const { rows } = await pool.query(SQL.srql, [m[1], limit + 1]);
   const more = rows.length > limit;
   const page = more ? rows.slice(0, limit) : rows;

@@ -142,12 +142,16 @@ function effective(keys: SortKey[], direction: Direction): { t: Target; asc: boo
   });
 }
 
-function orderSql(keys: ReturnType<typeof effective>): SqlFragment {
+function orderSql(keys: ReturnType<typeof effective>, hideIndex = false): SqlFragment {
   return join(
-    keys.map(({ t, asc, nullsLast }) => {
+    keys.map(({ t, asc, nullsLast }, i) => {
       const dir = raw(asc ? "ASC" : "DESC");
-      if (!t.nullable) return sql`${targetSql(t)} ${dir}`;
-      return sql`${targetSql(t)} ${dir} ${raw(nullsLast ? "NULLS LAST" : "NULLS FIRST")}`;
+      // `+ interval '0'` sorts the same values, but no index matches the expression: the
+      // planner must find the (few) matching rows first and sort them (see runRows).
+      const expr =
+        hideIndex && i === 0 && t.kind === "time" ? sql`(${targetSql(t)} + interval '0 s')` : targetSql(t);
+      if (!t.nullable) return sql`${expr} ${dir}`;
+      return sql`${expr} ${dir} ${raw(nullsLast ? "NULLS LAST" : "NULLS FIRST")}`;
     }),
   );
 }
@@ -182,11 +186,39 @@ function keysetSql(keys: ReturnType<typeof effective>, values: (string | null)[]
   return ors.length === 0 ? raw("false") : sql`(${join(ors, " OR ")})`;
 }
 
+/**
+ * A substring match (`hostname:%host-0001%`) sorted by a time column with a LIMIT is a plan
+ * hazard: the planner walks the time index expecting matches spread evenly over time, and when
+ * the matches are the oldest rows it reads (and discards) almost the whole table. For such a
+ * page the runner first counts matches up to a cap (`compileMatchProbe`); when there are few,
+ * it sorts them without the index (`hideSortIndex`).
+ */
+export function substringHazard(p: Extract<Plan, { mode: "rows" }>): boolean {
+  return (
+    p.sort[0]?.target.kind === "time" &&
+    p.conditions.some((c) => c.kind === "like" && !c.negated && c.pattern.startsWith("%"))
+  );
+}
+
+/** `SELECT count(*)` of the page's matching rows, counting at most `cap + 1`. */
+export function compileMatchProbe(
+  p: Extract<Plan, { mode: "rows" }>,
+  scope: Scope,
+  cursor: { direction: Direction; values: (string | null)[] } | null,
+  direction: Direction,
+  cap: number,
+): SqlFragment {
+  const clauses = whereClauses(p, scope);
+  if (cursor) clauses.push(keysetSql(effective(p.sort, direction), cursor.values));
+  return sql`SELECT count(*)::int AS n FROM (SELECT 1 FROM ${ident(p.entity.table)}${whereSql(clauses)} LIMIT ${cap + 1}) AS m`;
+}
+
 export function compileRows(
   p: Extract<Plan, { mode: "rows" }>,
   scope: Scope,
   cursor: { direction: Direction; values: (string | null)[] } | null,
   direction: Direction,
+  opts: { hideSortIndex?: boolean } = {},
 ): RowsQuery {
   const keys = effective(p.sort, direction);
   const clauses = whereClauses(p, scope);
@@ -197,7 +229,7 @@ export function compileRows(
     ...keys.map((k, i) => sql`${keyText(k.t)} AS ${ident(keyColumns[i] as string)}`),
   ]);
   return {
-    sql: sql`SELECT ${select} FROM ${ident(p.entity.table)}${whereSql(clauses)} ORDER BY ${orderSql(keys)} LIMIT ${p.limit + 1}`,
+    sql: sql`SELECT ${select} FROM ${ident(p.entity.table)}${whereSql(clauses)} ORDER BY ${orderSql(keys, opts.hideSortIndex)} LIMIT ${p.limit + 1}`,
     keyColumns,
   };
 }
