@@ -7,7 +7,8 @@
 // Env: INVENTORY_BENCH_DEVICES (PostgreSQL, default 1000000), INVENTORY_BENCH_PGLITE_DEVICES
 // (default 250000), INVENTORY_BENCH_SIGHTINGS (default 100000), INVENTORY_BENCH_PGLITE_SIGHTINGS (20000), INVENTORY_BENCH_BACKENDS
 // ("postgres,pglite"), INVENTORY_BENCH_DATABASE_URL (default postgres://root@127.0.0.1:5432/inventory_bench;
-// seeded once, reused while it holds the requested number of devices), INVENTORY_BENCH_ITERATIONS (200).
+// seeded once, reused while it holds the requested number of devices), INVENTORY_BENCH_ITERATIONS (200),
+// INVENTORY_BENCH_INGEST_CLIENTS (1: batches sent one after another; n: n batches in flight).
 import { createHash } from "node:crypto";
 import os from "node:os";
 import pg from "pg";
@@ -30,6 +31,8 @@ const PGLITE_DEVICES = Number(process.env.INVENTORY_BENCH_PGLITE_DEVICES ?? 250_
 const PG_SIGHTINGS = Number(process.env.INVENTORY_BENCH_SIGHTINGS ?? 100_000);
 const PGLITE_SIGHTINGS = Number(process.env.INVENTORY_BENCH_PGLITE_SIGHTINGS ?? 20_000);
 const ITER = Number(process.env.INVENTORY_BENCH_ITERATIONS ?? 200);
+// Ingestion clients sending batches at once (several agents posting device updates).
+const CLIENTS = Math.max(1, Number(process.env.INVENTORY_BENCH_INGEST_CLIENTS ?? 1));
 const BACKENDS = (process.env.INVENTORY_BENCH_BACKENDS ?? "postgres,pglite").split(",").map((s) => s.trim());
 const PG_URL = process.env.INVENTORY_BENCH_DATABASE_URL ?? "postgres://root@127.0.0.1:5432/inventory_bench";
 
@@ -146,7 +149,7 @@ async function runBackend(
   let db: Db;
   if (kind === "postgres") {
     await ensurePgDatabase(PG_URL);
-    db = await PostgresDb.open({ connectionString: PG_URL, poolSize: 4 });
+    db = await PostgresDb.open({ connectionString: PG_URL, poolSize: Math.max(4, CLIENTS + 1) });
   } else {
     db = await PgliteDb.open();
   }
@@ -275,17 +278,27 @@ async function runBackend(
           source: "bench",
         };
       });
+    // CLIENTS workers take the next batch of 1000 from a shared cursor until none are left.
+    const inParallel = async (total: number, batch: (from: number) => Promise<unknown>) => {
+      let next = 0;
+      const worker = async () => {
+        while (next < total) {
+          const from = next;
+          next += 1000;
+          await batch(from);
+        }
+      };
+      await Promise.all(Array.from({ length: CLIENTS }, worker));
+    };
     const sightings = mkSightings(0);
-    const tIngest = await time(async () => {
-      for (let i = 0; i < sightings.length; i += 1000) {
-        await ingestSightings(ctx, SYSTEM_ACTOR, sightings.slice(i, i + 1000));
-      }
-    });
+    const tIngest = await time(() =>
+      inParallel(sightings.length, (i) => ingestSightings(ctx, SYSTEM_ACTOR, sightings.slice(i, i + 1000))),
+    );
     // Hand-written: the same rows upserted by uid (uids precomputed from the IP, no identity
     // matching), merging discovery_sources and advancing last_seen_time, batches of 1000.
     const hand = mkSightings(SIGHTINGS);
-    const tHand = await time(async () => {
-      for (let i = 0; i < hand.length; i += 1000) {
+    const tHand = await time(() =>
+      inParallel(hand.length, async (i) => {
         const chunk = hand.slice(i, i + 1000).map((s) => ({
           uid: s.ip.startsWith("10.") ? seededUid(s.ip) : uidFromSeed(`hand:${s.ip}`),
           ip: s.ip,
@@ -307,12 +320,12 @@ async function runBackend(
                   hostname = coalesce(EXCLUDED.hostname, d.hostname), modified_time = now()`,
           ),
         );
-      }
-    });
+      }),
+    );
     const rate = (SIGHTINGS / tIngest) * 1000;
     const rateHand = (SIGHTINGS / tHand) * 1000;
     rows.push({
-      name: `ingestion of ${SIGHTINGS.toLocaleString("en")} sightings`,
+      name: `ingestion of ${SIGHTINGS.toLocaleString("en")} sightings, ${CLIENTS} client(s)`,
       netmon: `${Math.round(rate).toLocaleString("en")} sightings/s`,
       hand: `${Math.round(rateHand).toLocaleString("en")} rows/s`,
       ratio: (rateHand / rate).toFixed(2),

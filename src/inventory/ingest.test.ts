@@ -270,6 +270,26 @@ describe("ingestion", () => {
     expect(ok.created).toBe(1);
   });
 
+  it("concurrent batches of the same sightings create each device once (contended ingest lock)", async () => {
+    // On PostgreSQL the batches queue on the ingest advisory lock (several pool connections);
+    // on PGlite they run one after another. Either way the outcome is the serial one.
+    const batch = Array.from({ length: 40 }, (_, k) => ({
+      ip: `10.9.0.${k + 1}`,
+      mac: `00:16:00:00:09:${(k + 1).toString(16).padStart(2, "0")}`,
+      source: "sweep",
+    }));
+    const rs = await Promise.all([1, 2, 3, 4].map(() => ingestSightings(ctx, ingester, batch)));
+    expect(rs.reduce((n, r) => n + r.created, 0)).toBe(40);
+    expect(rs.reduce((n, r) => n + r.updated, 0)).toBe(120);
+    for (const r of rs.slice(1))
+      expect(r.results.map((x) => x.uid)).toEqual(rs[0]?.results.map((x) => x.uid));
+    expect(await count()).toBe(40);
+    const ids = await db.one<{ n: number }>(
+      sql`SELECT count(*)::int AS n FROM device_identifiers WHERE identifier_type = 'mac'`,
+    );
+    expect(ids?.n).toBe(40);
+  });
+
   it("revives a soft-deleted device seen again by a strong identifier", async () => {
     const [a] = (await ingestSightings(ctx, ingester, [{ ip: "10.0.9.1", mac: "001122330009", source: "s" }]))
       .results;
