@@ -13,6 +13,11 @@
  *   for one interval of 60 s before it)  MOONSHOT_DATABASE_URL (a PostgreSQL database to use,
  *   emptied first)  MOONSHOT_INTERVAL (the checks' interval and warm-up, default 60 s; shorter only
  *   for `npm run bench -- --quick`)
+ *   MOONSHOT_USERS=0 with a long MOONSHOT_SECONDS is the memory soak of goal 3 (bench/ops/soak.ts):
+ *   the report then says whether RSS stayed flat over the window.
+ *
+ *   MOONSHOT_LADDER (comma list of device counts, ascending: each rung grows the same data set and
+ *   is measured in turn; the report names the largest count whose reads all stay < 100 ms p99)
  *
  * Seeding: an in-process server migrates the data directory (or database), then devices are
  * inserted set-based (INSERT … SELECT generate_series) and the checks in batches; that server
@@ -31,6 +36,19 @@ import { startServer } from "../../src/server.ts";
 import { sql } from "../../src/storage/sql.ts";
 
 const DEVICES = Number(process.env.MOONSHOT_DEVICES ?? 1_000_000);
+/**
+ * MOONSHOT_LADDER: device counts measured one after another on one growing data set (e.g.
+ * "10000,100000,1000000"), so one run states the largest count at which every read stays under
+ * 100 ms p99. Default: MOONSHOT_DEVICES alone when it is set, else 10,000, 100,000 and 1,000,000.
+ */
+const LADDER = [
+  ...new Set(
+    (process.env.MOONSHOT_LADDER ?? (process.env.MOONSHOT_DEVICES ? String(DEVICES) : "10000,100000,1000000"))
+      .split(",")
+      .map((x) => Number(x.trim().replace(/_/g, "")))
+      .filter((n) => Number.isSafeInteger(n) && n > 0),
+  ),
+].sort((a, b) => a - b);
 const CHECKS = Number(process.env.MOONSHOT_CHECKS ?? 10_000);
 const USERS = Number(process.env.MOONSHOT_USERS ?? 20);
 const SECONDS = Number(process.env.MOONSHOT_SECONDS ?? 120);
@@ -79,8 +97,9 @@ const targets = spawn(
 process.on("exit", () => targets.kill());
 const ports = JSON.parse(await firstLine(targets)) as { http: number; tcp: number };
 
-// ---- seed -------------------------------------------------------------------------------
+// ---- seed (grows rung by rung) -------------------------------------------------------------
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "netmon-moonshot-"));
+process.on("exit", () => fs.rmSync(dataDir, { recursive: true, force: true }));
 const env: Record<string, string> = {
   NETMON_DATA_DIR: dataDir,
   NETMON_OTLP_GRPC_PORT: "0",
@@ -91,182 +110,269 @@ const env: Record<string, string> = {
   NETMON_RATE_LIMIT_API_DEFAULT: "100000000/60s",
   ...(DB_URL ? { DATABASE_URL: DB_URL } : {}),
 };
-const seeder = await startServer(loadConfig({ ...env, PORT: "0", NETMON_EMBEDDED_AGENT: "false" }));
-const ctx = seeder.ctx;
-if (DB_URL) {
-  await ctx.db.query("TRUNCATE devices, service_checks, poll_jobs CASCADE");
-}
-const t0 = Date.now();
-for (let from = 1; from <= DEVICES; from += 100_000) {
-  const to = Math.min(DEVICES, from + 99_999);
-  await ctx.db.query(
-    `INSERT INTO devices (uid, partition, ip, hostname, type, type_id, vendor_name, is_available,
-       discovery_sources, first_seen_time, last_seen_time)
-     SELECT 'sr:' || md5(i::text)::uuid::text, 'default',
-       '10.' || ((i >> 16) & 255) || '.' || ((i >> 8) & 255) || '.' || (i & 255),
-       'host-' || lpad(i::text, 7, '0'),
-       (ARRAY['Server','Switch','Router','Camera','Firewall','Desktop'])[1 + i % 6], 1 + i % 6,
-       (ARRAY['Cisco','Juniper','Dell','HP','Axis','Ubiquiti'])[1 + i % 6], i % 10 <> 0,
-       ARRAY['sweep'], now() - (i % 100000) * interval '1 second', now() - (i % 1000) * interval '1 second'
-     FROM generate_series($1::int, $2::int) AS i`,
-    [from, to],
-  );
-  log(`devices ${to}/${DEVICES}`);
-}
-await ctx.db.query("ANALYZE devices");
-const now = new Date();
-for (let i = 0; i < CHECKS; i += 1000) {
-  const names: string[] = [];
-  const types: string[] = [];
-  const tgts: string[] = [];
-  const prts: (number | null)[] = [];
-  const next: string[] = [];
-  for (let j = i; j < Math.min(CHECKS, i + 1000); j++) {
-    const tcp = j % 2 === 0;
-    names.push(`moon-${j}`);
-    types.push(tcp ? "tcp" : "http");
-    tgts.push(tcp ? "127.0.0.1" : `http://127.0.0.1:${ports.http}/ok`);
-    prts.push(tcp ? ports.tcp : null);
-    next.push(initialRunAt(now, INTERVAL).toISOString());
+let seeded = 0;
+let token = "";
+
+/** Grow the data set to `upTo` devices (the first call also creates the checks and the user). */
+async function seedTo(upTo: number): Promise<number> {
+  const seeder = await startServer(loadConfig({ ...env, PORT: "0", NETMON_EMBEDDED_AGENT: "false" }));
+  const ctx = seeder.ctx;
+  const t0 = Date.now();
+  const first = seeded === 0;
+  if (first && DB_URL) await ctx.db.query("TRUNCATE devices, service_checks, poll_jobs CASCADE");
+  for (let from = seeded + 1; from <= upTo; from += 100_000) {
+    const to = Math.min(upTo, from + 99_999);
+    await ctx.db.query(
+      `INSERT INTO devices (uid, partition, ip, hostname, type, type_id, vendor_name, is_available,
+         discovery_sources, first_seen_time, last_seen_time)
+       SELECT 'sr:' || md5(i::text)::uuid::text, 'default',
+         '10.' || ((i >> 16) & 255) || '.' || ((i >> 8) & 255) || '.' || (i & 255),
+         'host-' || lpad(i::text, 7, '0'),
+         (ARRAY['Server','Switch','Router','Camera','Firewall','Desktop'])[1 + i % 6], 1 + i % 6,
+         (ARRAY['Cisco','Juniper','Dell','HP','Axis','Ubiquiti'])[1 + i % 6], i % 10 <> 0,
+         ARRAY['sweep'], now() - (i % 100000) * interval '1 second', now() - (i % 1000) * interval '1 second'
+       FROM generate_series($1::int, $2::int) AS i`,
+      [from, to],
+    );
+    log(`devices ${to}/${upTo}`);
   }
-  await ctx.db.query(sql`
-    INSERT INTO service_checks (name, check_type, target, port, interval_seconds, timeout_seconds, next_run_at)
-    SELECT v.n, v.t, v.g, v.p, ${INTERVAL}, 5, v.x
-    FROM unnest(${names}::text[], ${types}::text[], ${tgts}::text[], ${prts}::int[], ${next}::timestamptz[])
-      AS v(n, t, g, p, x)`);
-}
-const user = await insertUser(ctx, {
-  email: `moon-${Date.now()}@example.test`,
-  role: "admin",
-  password: "moonshot-pw-1",
-});
-const { token } = await createApiToken(ctx, user.id, { name: "moonshot", scopes: ["read"] } as never);
-const seedSeconds = (Date.now() - t0) / 1000;
-await seeder.close();
-log(`seeded in ${seedSeconds.toFixed(0)} s`);
-
-// ---- serve ------------------------------------------------------------------------------
-const port = 20000 + Math.floor(Math.random() * 20000);
-const started = Date.now();
-const serve = spawn(process.execPath, [path.join(ROOT, "bin/netmon.mjs"), "serve"], {
-  cwd: ROOT,
-  env: {
-    ...process.env,
-    ...env,
-    PORT: String(port),
-    NETMON_OTLP_GRPC_PORT: "0",
-    NETMON_SYSLOG_PORT: "0",
-    NETMON_SNMP_TRAP_PORT: "0",
-  },
-  stdio: ["ignore", "ignore", "inherit"],
-  detached: true,
-});
-process.on("exit", () => {
-  try {
-    process.kill(-(serve.pid as number), "SIGKILL");
-  } catch {}
-});
-const base = `http://127.0.0.1:${port}`;
-for (;;) {
-  if (serve.exitCode !== null) throw new Error(`netmon serve exited ${serve.exitCode}`);
-  const ok = await fetch(`${base}/health`).then(
-    (r) => r.ok,
-    () => false,
-  );
-  if (ok) break;
-  await new Promise((r) => setTimeout(r, 50));
-}
-const healthySeconds = (Date.now() - started) / 1000;
-log(`healthy after ${healthySeconds.toFixed(2)} s; letting the checks run one interval`);
-await new Promise((r) => setTimeout(r, INTERVAL * 1000));
-
-// ---- load -------------------------------------------------------------------------------
-const auth = { authorization: `Bearer ${token}` };
-const READS: { name: string; run: (i: number) => Promise<Response> }[] = [
-  {
-    name: "GET /api/devices?limit=100 (pages)",
-    run: (i) => fetch(`${base}/api/devices?limit=100&offset=${(i * 100) % 10_000}`, { headers: auth }),
-  },
-  {
-    name: "GET /api/devices?search=host-00012&limit=50",
-    run: (i) =>
-      fetch(`${base}/api/devices?search=host-${String(12 + (i % 80)).padStart(5, "0")}&limit=50`, {
-        headers: auth,
-      }),
-  },
-  {
-    name: "POST /api/query in:devices hostname:%host-0001% limit:50",
-    run: () =>
-      fetch(`${base}/api/query`, {
-        method: "POST",
-        headers: { ...auth, "content-type": "application/json" },
-        body: JSON.stringify({ query: "in:devices hostname:%host-0001% limit:50" }),
-      }),
-  },
-  {
-    name: "GET /api/v2/devices?page[limit]=50",
-    run: () => fetch(`${base}/api/v2/devices?page[limit]=50`, { headers: auth }),
-  },
-];
-const lat = new Map<string, number[]>(READS.map((r) => [r.name, []]));
-let errors = 0;
-const rss: number[] = [];
-const sampler = setInterval(() => rss.push(groupRssKb(serve.pid as number)), 1000);
-const windowStart = new Date();
-const deadline = Date.now() + SECONDS * 1000;
-await Promise.all(
-  Array.from({ length: USERS }, async (_, u) => {
-    for (let i = u; Date.now() < deadline; i += USERS) {
-      const read = READS[i % READS.length] as (typeof READS)[number];
-      const t = performance.now();
-      const res = await read.run(i).catch(() => null);
-      if (!res?.ok) errors++;
-      await res?.arrayBuffer();
-      lat.get(read.name)?.push(performance.now() - t);
+  seeded = upTo;
+  await ctx.db.query("ANALYZE devices");
+  if (first) {
+    const now = new Date();
+    for (let i = 0; i < CHECKS; i += 1000) {
+      const names: string[] = [];
+      const types: string[] = [];
+      const tgts: string[] = [];
+      const prts: (number | null)[] = [];
+      const next: string[] = [];
+      for (let j = i; j < Math.min(CHECKS, i + 1000); j++) {
+        const tcp = j % 2 === 0;
+        names.push(`moon-${j}`);
+        types.push(tcp ? "tcp" : "http");
+        tgts.push(tcp ? "127.0.0.1" : `http://127.0.0.1:${ports.http}/ok`);
+        prts.push(tcp ? ports.tcp : null);
+        next.push(initialRunAt(now, INTERVAL).toISOString());
+      }
+      await ctx.db.query(sql`
+        INSERT INTO service_checks (name, check_type, target, port, interval_seconds, timeout_seconds, next_run_at)
+        SELECT v.n, v.t, v.g, v.p, ${INTERVAL}, 5, v.x
+        FROM unnest(${names}::text[], ${types}::text[], ${tgts}::text[], ${prts}::int[], ${next}::timestamptz[])
+          AS v(n, t, g, p, x)`);
     }
-  }),
-);
-clearInterval(sampler);
-const windowEnd = new Date();
-const load = os.loadavg().map((l) => l.toFixed(2));
-
-// ---- check lateness: from the jobs the window completed -----------------------------------
-process.kill(-(serve.pid as number), "SIGTERM");
-await new Promise((r) => serve.once("exit", r));
-const reader = await startServer(loadConfig({ ...env, PORT: "0", NETMON_EMBEDDED_AGENT: "false" }));
-const jobs = await reader.ctx.db.many<{ due: string; results: { started_at: string | null }[] }>(sql`
-  SELECT metadata->>'due_at' AS due, results FROM poll_jobs
-  WHERE status = 'completed' AND completed_at >= ${windowStart} AND completed_at < ${windowEnd}`);
-const lateness: number[] = [];
-for (const j of jobs) {
-  const due = Date.parse(j.due);
-  for (const r of j.results ?? [])
-    if (r.started_at && Number.isFinite(due)) lateness.push(Date.parse(r.started_at) - due);
+    const user = await insertUser(ctx, {
+      email: `moon-${Date.now()}@example.test`,
+      role: "admin",
+      password: "moonshot-pw-1",
+    });
+    token = (await createApiToken(ctx, user.id, { name: "moonshot", scopes: ["read"] } as never)).token;
+  }
+  await seeder.close();
+  const secs = (Date.now() - t0) / 1000;
+  log(`seeded to ${upTo} devices in ${secs.toFixed(0)} s`);
+  return secs;
 }
-const counted = await reader.ctx.db.one<{ n: number }>(sql`
-  SELECT count(*)::int AS n FROM service_status WHERE "timestamp" >= ${windowStart} AND "timestamp" < ${windowEnd}`);
-await reader.close();
+
+interface Rung {
+  devices: number;
+  seedSeconds: number;
+  healthySeconds: number;
+  lateness: number[];
+  checksPerMin: number;
+  rss: number[];
+  lat: Map<string, number[]>;
+  errors: number;
+  load: string[];
+}
+
+/** One rung: `netmon serve` on the seeded data, one interval of checks, then the measured window. */
+async function measure(devices: number, seedSeconds: number): Promise<Rung> {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const started = Date.now();
+  const serve = spawn(process.execPath, [path.join(ROOT, "bin/netmon.mjs"), "serve"], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ["ignore", "ignore", "inherit"],
+    detached: true,
+  });
+  const killServe = () => {
+    try {
+      process.kill(-(serve.pid as number), "SIGKILL");
+    } catch {}
+  };
+  process.on("exit", killServe);
+  const base = `http://127.0.0.1:${port}`;
+  for (;;) {
+    if (serve.exitCode !== null) throw new Error(`netmon serve exited ${serve.exitCode}`);
+    const ok = await fetch(`${base}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const healthySeconds = (Date.now() - started) / 1000;
+  log(
+    `${devices} devices: healthy after ${healthySeconds.toFixed(2)} s; letting the checks run one interval`,
+  );
+  await new Promise((r) => setTimeout(r, INTERVAL * 1000));
+
+  const auth = { authorization: `Bearer ${token}` };
+  const READS: { name: string; run: (i: number) => Promise<Response> }[] = [
+    {
+      name: "GET /api/devices?limit=100 (pages)",
+      run: (i) => fetch(`${base}/api/devices?limit=100&offset=${(i * 100) % 10_000}`, { headers: auth }),
+    },
+    {
+      name: "GET /api/devices?search=host-00012&limit=50",
+      run: (i) =>
+        fetch(`${base}/api/devices?search=host-${String(12 + (i % 80)).padStart(5, "0")}&limit=50`, {
+          headers: auth,
+        }),
+    },
+    {
+      name: "POST /api/query in:devices hostname:%host-0001% limit:50",
+      run: () =>
+        fetch(`${base}/api/query`, {
+          method: "POST",
+          headers: { ...auth, "content-type": "application/json" },
+          body: JSON.stringify({ query: "in:devices hostname:%host-0001% limit:50" }),
+        }),
+    },
+    {
+      name: "GET /api/v2/devices?page[limit]=50",
+      run: () => fetch(`${base}/api/v2/devices?page[limit]=50`, { headers: auth }),
+    },
+  ];
+  const lat = new Map<string, number[]>(READS.map((r) => [r.name, []]));
+  let errors = 0;
+  const rss: number[] = [];
+  const sampler = setInterval(() => rss.push(groupRssKb(serve.pid as number)), 1000);
+  const windowStart = new Date();
+  const deadline = Date.now() + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: USERS }, async (_, u) => {
+      for (let i = u; Date.now() < deadline; i += USERS) {
+        const read = READS[i % READS.length] as (typeof READS)[number];
+        const t = performance.now();
+        const res = await read.run(i).catch(() => null);
+        if (!res?.ok) errors++;
+        await res?.arrayBuffer();
+        lat.get(read.name)?.push(performance.now() - t);
+      }
+    }),
+  );
+  // MOONSHOT_USERS=0 (a memory soak): nobody reads, the checks run for the whole window.
+  await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())));
+  clearInterval(sampler);
+  const windowEnd = new Date();
+  const load = os.loadavg().map((l) => l.toFixed(2));
+
+  // Check lateness, from the jobs the window completed.
+  process.kill(-(serve.pid as number), "SIGTERM");
+  await new Promise((r) => serve.once("exit", r));
+  process.off("exit", killServe);
+  const reader = await startServer(loadConfig({ ...env, PORT: "0", NETMON_EMBEDDED_AGENT: "false" }));
+  const jobs = await reader.ctx.db.many<{ due: string; results: { started_at: string | null }[] }>(sql`
+    SELECT metadata->>'due_at' AS due, results FROM poll_jobs
+    WHERE status = 'completed' AND completed_at >= ${windowStart} AND completed_at < ${windowEnd}`);
+  const lateness: number[] = [];
+  for (const j of jobs) {
+    const due = Date.parse(j.due);
+    for (const r of j.results ?? [])
+      if (r.started_at && Number.isFinite(due)) lateness.push(Date.parse(r.started_at) - due);
+  }
+  const counted = await reader.ctx.db.one<{ n: number }>(sql`
+    SELECT count(*)::int AS n FROM service_status WHERE "timestamp" >= ${windowStart} AND "timestamp" < ${windowEnd}`);
+  await reader.close();
+  return {
+    devices,
+    seedSeconds,
+    healthySeconds,
+    lateness,
+    checksPerMin: (counted?.n ?? 0) / (SECONDS / 60),
+    rss,
+    lat,
+    errors,
+    load,
+  };
+}
+
+/** Mean RSS of the first and last minute (or sixth) of the window, and six points between. */
+function rssTrend(rss: number[]): string {
+  if (rss.length < 6) return "too short to say";
+  const span = Math.max(1, Math.min(60, Math.floor(rss.length / 6)));
+  const mib = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length) / 1024;
+  const first = mib(rss.slice(0, span));
+  const last = mib(rss.slice(-span));
+  const points = Array.from(
+    { length: 6 },
+    (_, i) => (rss[Math.floor((i * (rss.length - 1)) / 5)] as number) / 1024,
+  ).map((v) => v.toFixed(0));
+  return `first ${span} s mean ${first.toFixed(0)} MiB, last ${span} s mean **${last.toFixed(0)} MiB** (${last >= first ? "+" : ""}${(last - first).toFixed(0)} MiB); samples ${points.join(" → ")} MiB`;
+}
+
+const worstP99 = (r: Rung) => Math.max(...[...r.lat.values()].map((xs) => pct(xs, 99)));
+
+// ---- the ladder -------------------------------------------------------------------------------
+const rungs: Rung[] = [];
+for (const n of LADDER) {
+  const seedSeconds = await seedTo(n);
+  const r = await measure(n, seedSeconds);
+  rungs.push(r);
+  log(
+    `${n} devices: worst read p99 ${worstP99(r).toFixed(0)} ms, lateness p99 ${pct(r.lateness, 99).toFixed(0)} ms`,
+  );
+}
 targets.kill();
 
 const backend = DB_URL ? "PostgreSQL" : "PGlite (embedded default)";
-const rows = READS.map((r) => {
-  const xs = lat.get(r.name) ?? [];
-  return `| ${r.name} | ${xs.length} | ${pct(xs, 50).toFixed(1)} | ${pct(xs, 99).toFixed(1)} | ${pct(xs, 99) < 100 ? "yes" : "no"} |`;
-});
-const checksPerMin = ((counted?.n ?? 0) / (SECONDS / 60)).toFixed(0);
-process.stdout.write(`## Moonshot: ${DEVICES.toLocaleString("en")} devices, ${Math.round((CHECKS * 60) / INTERVAL).toLocaleString("en")} checks/min, ${USERS} users (${backend})
+const checksPerMinScheduled = Math.round((CHECKS * 60) / INTERVAL);
+const top = rungs[rungs.length - 1] as Rung;
+const passing =
+  USERS > 0 ? rungs.filter((_r, i) => rungs.slice(0, i + 1).every((x) => worstP99(x) < 100)) : [];
+const largest = passing[passing.length - 1];
+const rows = [...top.lat].map(
+  ([name, xs]) =>
+    `| ${name} | ${xs.length} | ${pct(xs, 50).toFixed(1)} | ${pct(xs, 99).toFixed(1)} | ${pct(xs, 99) < 100 ? "yes" : "no"} |`,
+);
+const ladderRows = rungs.map(
+  (r) =>
+    `| ${r.devices.toLocaleString("en")} | ${r.seedSeconds.toFixed(0)} | ${r.healthySeconds.toFixed(2)} | ${pct(r.lateness, 99).toFixed(0)} | ${r.checksPerMin.toFixed(0)} | ${USERS > 0 ? worstP99(r).toFixed(0) : "–"} | ${(Math.max(0, ...r.rss) / 1024).toFixed(0)} | ${r.errors} | ${r.load[0]} |`,
+);
+process.stdout.write(`## ${USERS === 0 ? "Memory soak" : "Moonshot"}: ${top.devices.toLocaleString("en")} devices, ${checksPerMinScheduled.toLocaleString("en")} checks/min, ${USERS} users (${backend})
 
-Command: \`MOONSHOT_DEVICES=${DEVICES} MOONSHOT_CHECKS=${CHECKS} MOONSHOT_USERS=${USERS} MOONSHOT_SECONDS=${SECONDS} MOONSHOT_INTERVAL=${INTERVAL}${DB_URL ? " MOONSHOT_DATABASE_URL=…" : ""} node --import tsx bench/ops/moonshot.ts\`
-(${os.cpus().length} CPUs, load average at the end ${load.join(" ")}; seeding ${seedSeconds.toFixed(0)} s.)
+Command: \`MOONSHOT_LADDER=${LADDER.join(",")} MOONSHOT_CHECKS=${CHECKS} MOONSHOT_USERS=${USERS} MOONSHOT_SECONDS=${SECONDS} MOONSHOT_INTERVAL=${INTERVAL}${DB_URL ? " MOONSHOT_DATABASE_URL=…" : ""} node --import tsx bench/ops/moonshot.ts\`
+(${os.cpus().length} CPUs, load average at the end ${top.load.join(" ")}.)
 
-- Second start to a healthy \`/health\` with the data: **${healthySeconds.toFixed(2)} s** (goal < 1.5 s at 1M devices on PGlite).
-- Checks recorded in the ${SECONDS} s window: ${checksPerMin}/min of ${Math.round((CHECKS * 60) / INTERVAL)} scheduled; lateness p50 ${pct(lateness, 50).toFixed(0)} ms, **p99 ${pct(lateness, 99).toFixed(0)} ms** (${lateness.length} samples).
-- Server process group RSS during the window: mean ${(rss.reduce((a, b) => a + b, 0) / Math.max(1, rss.length) / 1024).toFixed(0)} MiB, max **${(Math.max(0, ...rss) / 1024).toFixed(0)} MiB**.
-- Failed reads: ${errors}.
+${
+  rungs.length > 1 || USERS > 0
+    ? `| devices | seeding s | second start to healthy s | check lateness p99 ms | checks/min done | worst read p99 ms | RSS max MiB | failed reads | load (1 min) |
+|---|---|---|---|---|---|---|---|---|
+${ladderRows.join("\n")}
 
+`
+    : ""
+}${
+  USERS > 0
+    ? `**Largest device count at which every interactive read stays < 100 ms p99 (${backend}): ${largest ? largest.devices.toLocaleString("en") : `none of the rungs (smallest ${rungs[0]?.devices.toLocaleString("en")})`}.**
+
+`
+    : ""
+}At ${top.devices.toLocaleString("en")} devices:
+- Second start to a healthy \`/health\` with the data: **${top.healthySeconds.toFixed(2)} s** (goal < 1.5 s at 1M devices on PGlite).
+- Checks recorded in the ${SECONDS} s window: ${top.checksPerMin.toFixed(0)}/min of ${checksPerMinScheduled} scheduled; lateness p50 ${pct(top.lateness, 50).toFixed(0)} ms, **p99 ${pct(top.lateness, 99).toFixed(0)} ms** (${top.lateness.length} samples).
+- Server process group RSS during the window: mean ${(top.rss.reduce((a, b) => a + b, 0) / Math.max(1, top.rss.length) / 1024).toFixed(0)} MiB, max **${(Math.max(0, ...top.rss) / 1024).toFixed(0)} MiB**.
+- RSS over the window (is it flat?): ${rssTrend(top.rss)}.
+- Failed reads: ${top.errors}.
+${
+  USERS > 0
+    ? `
 | read (${USERS} users, closed loop) | requests | p50 ms | p99 ms | p99 < 100 ms |
 |---|---|---|---|---|
 ${rows.join("\n")}
-
+`
+    : ""
+}
 `);
 process.exit(0);
