@@ -197,8 +197,7 @@ export class LeasedBudgets {
   /** The answer `peek` would give without a round trip, or null when it needs one. */
   peekLocal(key: string, limit: number, windowSec: number, nowSec: number): Hit | null {
     const s = this.keys.get(key);
-    if (s && s.second === nowSec && s.held > 0)
-      return { allowed: true, count: s.committed, oldest: s.oldest };
+    if (s && s.second >= nowSec && s.held > 0) return { allowed: true, count: s.committed, oldest: s.oldest };
     if (s && s.full === nowSec && s.held === 0 && !s.inflight)
       return { allowed: false, count: s.committed, oldest: s.oldest };
     const c = this.peeks.get(key);
@@ -211,7 +210,7 @@ export class LeasedBudgets {
   /** Whether a hit on `key` at `nowSec` would be answered without a round trip of its own. */
   admitsLocally(key: string, nowSec: number): boolean {
     const s = this.keys.get(key);
-    return !!s && (s.inflight !== null || (s.second === nowSec && s.held > 0) || s.full === nowSec);
+    return !!s && (s.inflight !== null || (s.second >= nowSec && s.held > 0) || s.full === nowSec);
   }
 
   /**
@@ -224,7 +223,7 @@ export class LeasedBudgets {
     const s = this.state(key);
     const give = this.roll(s, key, nowSec);
     if (give) this.enqueue(give);
-    s.second = nowSec;
+    if (s.held === 0) s.second = nowSec; // held slots keep the second they are recorded in
     s.lastTake = nowSec;
     s.committed = hit.count;
     s.oldest = hit.oldest;
@@ -290,11 +289,13 @@ export class LeasedBudgets {
   }
 
   /**
-   * The key's second changed: its unused slots (usable only in their own second) are to be
+   * The key's second moved on: its unused slots (usable only in their own second) are to be
    * given back, and the lease shrinks when slots were left over (it was bigger than needed).
    */
   private roll(s: KeyState, key: string, nowSec: number): GiveBack | null {
-    if (s.second === nowSec || s.inflight) return null;
+    // A request stamped with an earlier second than the lease's (it raced the boundary) may
+    // use the later slots: a hit recorded later than it happened stays in the window longer.
+    if (s.second >= nowSec || s.inflight) return null;
     let give: GiveBack | null = null;
     if (s.held > 0) {
       give = { key, second: s.second, count: s.held };
