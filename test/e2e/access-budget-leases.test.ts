@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { PEEK_CACHE_MS } from "../../src/access/rate-leases.ts";
 import { MemoryRateStore, PostgresRateStore, RateLimiter } from "../../src/access/rate-limit.ts";
 import type { Db } from "../../src/storage/db.ts";
@@ -7,17 +7,24 @@ import { createTestDatabase } from "../helpers/database.ts";
 
 // The PostgreSQL budget store in leases (decision 0111). Two stores on one database stand for
 // two replicas. Runs on both backends: on PGlite the same SQL functions, one connection.
-describe("request budget in leases (PostgreSQL store)", () => {
+describe("request budget in leases (PostgreSQL store)", { timeout: 120_000 }, () => {
+  // One database for the file (an embedded one takes seconds to open); every test uses its own keys.
+  let db: Db;
+  beforeAll(async () => {
+    db = (await createTestDatabase()).db;
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
   const open: { close(): Promise<void> }[] = [];
   afterEach(async () => {
     for (const o of open.splice(0).reverse()) await o.close();
   });
 
   async function twoReplicas() {
-    const { db } = await createTestDatabase();
     const a = new PostgresRateStore(db);
     const b = new PostgresRateStore(db);
-    open.push(db, a, b);
+    open.push(a, b);
     return { db, a, b };
   }
 
@@ -30,9 +37,14 @@ describe("request budget in leases (PostgreSQL store)", () => {
   }
 
   it("two replicas hammered at once never admit more than the limit, and lease after the first take", async () => {
-    const { db, a, b } = await twoReplicas();
+    const { a, b } = await twoReplicas();
     const takes = vi.fn();
     const realOne = db.one.bind(db);
+    open.push({
+      close: async () => {
+        db.one = realOne;
+      },
+    });
     db.one = (async (q: Parameters<Db["one"]>[0], v?: readonly unknown[]) => {
       if (JSON.stringify(q).includes("netmon_rate_limit_take")) takes();
       return realOne(q, v);
