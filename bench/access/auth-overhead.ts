@@ -28,7 +28,7 @@ const CONNECTIONS = Number(process.env.ACCESS_BENCH_CONNECTIONS ?? 20);
 const DB_URL = process.env.ACCESS_BENCH_DATABASE_URL;
 const REDIS_URL = process.env.ACCESS_BENCH_REDIS_URL;
 const REQUEST_PATH =
-  /\b(api_tokens|api_keys|sessions|users|role_profiles|control_credentials|netmon_rate_limit_hit|netmon_rate_limit_guarded_hit)\b/;
+  /\b(api_tokens|api_keys|sessions|users|role_profiles|control_credentials|netmon_rate_limit_hit|netmon_rate_limit_guarded_hit|netmon_rate_limit_take|netmon_rate_limit_give_back)\b/;
 const MODES =
   (process.env.ACCESS_BENCH_CACHE ?? "both") === "both" ? ["off", "on"] : [process.env.ACCESS_BENCH_CACHE];
 

@@ -4,6 +4,7 @@ import type { AppContext } from "../kernel/context.ts";
 import type { Db } from "../storage/db.ts";
 import { isConnectionLoss } from "../storage/db-error.ts";
 import { sql } from "../storage/sql.ts";
+import { LeasedBudgets } from "./rate-leases.ts";
 
 /** The request budget a route draws from (declared per route, enforced by the access hook). */
 export type RateLimitScope = "api_default" | "admin" | "control" | "mcp" | "ingest" | "none";
@@ -96,29 +97,75 @@ export class MemoryRateStore implements RateStore {
   }
 }
 
+type GuardedRow = {
+  guard_allowed: boolean;
+  guard_count: number;
+  guard_oldest: number | null;
+  out_allowed: boolean;
+  out_count: number;
+  out_oldest: number | null;
+};
+
+/**
+ * Budgets shared by replicas through PostgreSQL, drawn in leases (decision 0111,
+ * `rate-leases.ts`): a busy key costs a round trip per lease, not per request, and the
+ * replicas together still never admit more than the limit (slots are recorded before use).
+ */
 export class PostgresRateStore implements RateStore {
   readonly kind = "postgres";
-  constructor(private readonly db: Db) {}
+  private readonly leases: LeasedBudgets;
+
+  constructor(
+    private readonly db: Db,
+    log?: { warn: (o: object, m: string) => void },
+  ) {
+    this.leases = new LeasedBudgets(
+      {
+        take: async (key, nowSec, windowSec, limit, want, give) => {
+          const row = await this.db.one<{
+            out_granted: number;
+            out_count: number;
+            out_oldest: number | null;
+          }>(
+            sql`SELECT * FROM netmon_rate_limit_take(${key}, ${nowSec}, ${windowSec}, ${limit}, ${want},
+              ${give?.second ?? null}::bigint, ${give?.count ?? 0})`,
+          );
+          if (!row) throw new Error("netmon_rate_limit_take returned no row");
+          return { granted: row.out_granted, count: row.out_count, oldest: row.out_oldest };
+        },
+        giveBack: async (batch) => {
+          await this.db.query(sql`SELECT netmon_rate_limit_give_back(
+            ${batch.map((g) => g.key)}::text[], ${batch.map((g) => g.second)}::bigint[],
+            ${batch.map((g) => g.count)}::int[])`);
+        },
+        peek: async (key, limit, windowSec, nowSec) => {
+          const row = await this.db.one<{
+            out_allowed: boolean;
+            out_count: number;
+            out_oldest: number | null;
+          }>(sql`SELECT * FROM netmon_rate_limit_hit(${key}, ${nowSec}, ${windowSec}, ${limit}, false)`);
+          if (!row) throw new Error("netmon_rate_limit_hit returned no row");
+          return { allowed: row.out_allowed, count: row.out_count, oldest: row.out_oldest };
+        },
+      },
+      log,
+    );
+  }
 
   /** While PostgreSQL is unreachable, budgets are counted per process (as with Redis away). */
   private readonly fallback = new MemoryRateStore();
 
   async hit(key: string, limit: number, windowSec: number, nowSec: number, record: boolean) {
-    // One round trip: lock, expire, count and record happen inside netmon_rate_limit_hit
-    // (migration 0101) under a per-key advisory lock, so replicas share one exact budget.
-    let row: { out_allowed: boolean; out_count: number; out_oldest: number | null } | undefined;
     try {
-      row = await this.db.one(
-        sql`SELECT * FROM netmon_rate_limit_hit(${key}, ${nowSec}, ${windowSec}, ${limit}, ${record})`,
-      );
+      return record
+        ? await this.leases.hit(key, limit, windowSec, nowSec)
+        : await this.leases.peek(key, limit, windowSec, nowSec);
     } catch (err) {
       // A database restart must not turn every request into a 503 on its budget check: the
       // requests that need no database (telemetry into JetStream) keep working (decision 0311).
       if (isConnectionLoss(err)) return this.fallback.hit(key, limit, windowSec, nowSec, record);
       throw err;
     }
-    if (!row) throw new Error("netmon_rate_limit_hit returned no row");
-    return { allowed: row.out_allowed, count: row.out_count, oldest: row.out_oldest };
   }
 
   async guardedHit(
@@ -128,19 +175,17 @@ export class PostgresRateStore implements RateStore {
     windowSec: number,
     nowSec: number,
   ) {
-    // One round trip for both (migration 0108).
-    let row:
-      | {
-          guard_allowed: boolean;
-          guard_count: number;
-          guard_oldest: number | null;
-          out_allowed: boolean;
-          out_count: number;
-          out_oldest: number | null;
-        }
-      | undefined;
+    const known = this.leases.peekLocal(guard.key, guard.limit, guard.windowSec, nowSec);
+    if (known || this.leases.admitsLocally(key, nowSec)) {
+      // The guard is looked at first (from memory, or its own round trip) and never recorded;
+      // the hit comes from the lease only when the guard allows.
+      const g = known ?? (await this.hit(guard.key, guard.limit, guard.windowSec, nowSec, false));
+      return { guard: g, hit: g.allowed ? await this.hit(key, limit, windowSec, nowSec, true) : null };
+    }
+    // Neither known here: both in one round trip (migration 0108), a lease of one for the key.
+    let row: GuardedRow | undefined;
     try {
-      row = await this.db.one(sql`SELECT * FROM netmon_rate_limit_guarded_hit(
+      row = await this.db.one<GuardedRow>(sql`SELECT * FROM netmon_rate_limit_guarded_hit(
         ${guard.key}, ${guard.windowSec}, ${guard.limit}, ${key}, ${nowSec}, ${windowSec}, ${limit})`);
     } catch (err) {
       if (!isConnectionLoss(err)) throw err;
@@ -152,17 +197,22 @@ export class PostgresRateStore implements RateStore {
     }
     if (!row) throw new Error("netmon_rate_limit_guarded_hit returned no row");
     const g = { allowed: row.guard_allowed, count: row.guard_count, oldest: row.guard_oldest };
-    return {
-      guard: g,
-      hit: g.allowed ? { allowed: row.out_allowed, count: row.out_count, oldest: row.out_oldest } : null,
-    };
+    this.leases.remember(guard.key, g, guard.limit, guard.windowSec, nowSec);
+    if (!g.allowed) return { guard: g, hit: null };
+    const hit = { allowed: row.out_allowed, count: row.out_count, oldest: row.out_oldest };
+    this.leases.recorded(key, nowSec, hit, limit);
+    return { guard: g, hit };
   }
 
   async sweep(beforeSec: number) {
+    this.leases.prune();
     await this.db.query(sql`DELETE FROM rate_limit_counters WHERE second <= ${beforeSec}`);
   }
 
-  async close() {}
+  /** Gives back every unused leased slot (so other replicas can use them at once). */
+  async close() {
+    await this.leases.close();
+  }
 }
 
 const REDIS_SCRIPT = `
@@ -273,7 +323,7 @@ export class RedisRateStore implements RateStore {
 
 export function createRateStore(ctx: AppContext): RateStore {
   if (ctx.config.redisUrl) return new RedisRateStore(ctx.config.redisUrl, ctx.log);
-  if (ctx.db.kind === "postgres") return new PostgresRateStore(ctx.db);
+  if (ctx.db.kind === "postgres") return new PostgresRateStore(ctx.db, ctx.log);
   return new MemoryRateStore();
 }
 
