@@ -13,8 +13,10 @@ import { migrate } from "./storage/migrate.ts";
 import { openDatabase } from "./storage/open.ts";
 
 export interface StartOptions {
-  /** Use this database instead of opening one from config (tests). */
+  /** Use this database instead of opening one from config (tests, or serve's early open). */
   db?: Db;
+  /** The given `db` is this server's: closed when it stops or fails to start (serve's early open). */
+  ownsDb?: boolean;
   features?: Feature[];
   logDestination?: DestinationStream;
   logger?: Logger;
@@ -40,7 +42,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const log = opts.logger ?? createLogger(config.logLevel, opts.logDestination, format);
   const secretKey = loadOrCreateSecretKey(config.secretKeyFile);
   const db = opts.db ?? (await openDatabase(config));
-  const ownsDb = !opts.db;
+  const ownsDb = !opts.db || opts.ownsDb === true;
   try {
     const { applied, warnings } = await migrate(db);
     if (applied.length > 0) log.info({ applied }, "migrations applied");

@@ -3,15 +3,21 @@
 // the resident memory of the process after it has idled. Each mode starts twice on the same
 // data directory: the first start creates and migrates the embedded database, the second is an
 // ordinary restart. Knobs: STARTUP_BENCH_IDLE_S (default 20), STARTUP_BENCH_ROUNDS (default 3).
+//
+// STARTUP_BENCH_DEVICES=N instead measures the restart of a data directory holding N devices
+// (seeded as the moonshot seeds, bench/ops/seed.ts; STARTUP_BENCH_DATA_DIR keeps and reuses it),
+// compiled build only, to a healthy `/health` (the database answering), ROUNDS times.
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { seedDataDir } from "./seed.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const idleS = Number(process.env.STARTUP_BENCH_IDLE_S ?? 20);
 const rounds = Number(process.env.STARTUP_BENCH_ROUNDS ?? 3);
+const devices = process.env.STARTUP_BENCH_DEVICES ? Number(process.env.STARTUP_BENCH_DEVICES) : undefined;
 
 execFileSync(process.execPath, ["scripts/build-server.mjs"], { cwd: root, stdio: "ignore" });
 
@@ -29,7 +35,11 @@ function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-async function start(dataDir: string, fromSource: boolean): Promise<{ healthyS: number; rss: number }> {
+async function start(
+  dataDir: string,
+  fromSource: boolean,
+  route = "/health/live",
+): Promise<{ healthyS: number; rss: number }> {
   const port = await freePort();
   const t0 = performance.now();
   const child = spawn(process.execPath, ["bin/netmon.mjs", "serve"], {
@@ -49,7 +59,7 @@ async function start(dataDir: string, fromSource: boolean): Promise<{ healthyS: 
     const deadline = Date.now() + 180_000;
     for (;;) {
       if (Date.now() > deadline) throw new Error("not healthy within 180 s");
-      const ok = await fetch(`http://127.0.0.1:${port}/health/live`).then(
+      const ok = await fetch(`http://127.0.0.1:${port}${route}`).then(
         (r) => r.ok,
         () => false,
       );
@@ -63,6 +73,29 @@ async function start(dataDir: string, fromSource: boolean): Promise<{ healthyS: 
     child.kill("SIGTERM");
     await new Promise((r) => child.once("exit", r));
   }
+}
+
+if (devices !== undefined) {
+  const dir = process.env.STARTUP_BENCH_DATA_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "netmon-startup-"));
+  fs.mkdirSync(dir, { recursive: true });
+  const log = (m: string) => process.stderr.write(`[startup] ${m}\n`);
+  const seeded = await seedDataDir(dir, { devices, checks: 0, interval: 60 }, log);
+  log(seeded.reused ? `reusing ${dir}` : `seeded ${devices} devices in ${seeded.seconds.toFixed(0)} s`);
+  const times: number[] = [];
+  const rss: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const r = await start(dir, false, "/health");
+    times.push(r.healthyS);
+    rss.push(r.rss);
+  }
+  if (!process.env.STARTUP_BENCH_DATA_DIR) fs.rmSync(dir, { recursive: true, force: true });
+  console.log(`## Restart with ${devices.toLocaleString("en")} devices (bench/ops/startup.ts)
+
+\`STARTUP_BENCH_DEVICES=${devices} node --import tsx bench/ops/startup.ts\`: compiled build, spawn to
+a healthy \`/health\`, ${rounds} restarts: ${times.map((t) => `${t.toFixed(2)} s`).join(", ")}; idle RSS after
+${idleS} s ${rss.map((m) => `${m.toFixed(0)} MB`).join(", ")}. Load average at the end: ${os.loadavg()[0]?.toFixed(1)} on ${os.cpus().length} cores.
+`);
+  process.exit(0);
 }
 
 const rows: string[] = [];

@@ -2,12 +2,15 @@ import path from "node:path";
 import { ConfigError, loadConfig } from "../config/config.ts";
 import { DatabaseLockedError } from "../storage/db.ts";
 import { CLI_SOCKET_NAME, FORWARDABLE, forwardToServer } from "./cli-channel.ts";
-import { describeError, runCommand } from "./run.ts";
+import { openServeDatabaseEarly } from "./early-database.ts";
 
 export async function main(argv: readonly string[]): Promise<number> {
   // Everything netmon writes (embedded database, secret key) is for its own user only,
   // whatever umask it was started with; worker threads share this process umask.
   process.umask(0o077);
+  // Before the commands' modules load: the embedded database boots on its own thread meanwhile.
+  openServeDatabaseEarly(argv);
+  const { describeError, runCommand } = await import("./run.ts");
   try {
     return await runCommand(argv);
   } catch (err) {

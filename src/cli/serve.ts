@@ -4,6 +4,7 @@ import { chooseLogFormat, createLogger } from "../kernel/logger.ts";
 import { startServer } from "../server.ts";
 import { startCliChannel } from "./cli-channel.ts";
 import type { Command } from "./command.ts";
+import { takeEarlyDatabase } from "./early-database.ts";
 
 export const serveCommand: Command = {
   name: "serve",
@@ -21,7 +22,8 @@ A second signal exits at once.`,
       undefined,
       chooseLogFormat(config.logFormat, Boolean(process.stdout.isTTY)),
     );
-    const server = await startServer(config, { logger: log });
+    const early = await takeEarlyDatabase(config);
+    const server = await startServer(config, { logger: log, ...(early ? { db: early, ownsDb: true } : {}) });
     // The CLI's local channel: commands run here while this process holds the embedded database.
     const channel = server.ctx.db.kind === "pglite" ? await startCliChannel(server.ctx, runCommand) : null;
     log.info(

@@ -219,7 +219,7 @@ function ajvErrorToApp(e: ErrorObject | undefined): InvalidRequestError {
   return new InvalidRequestError(detail, { source: { pointer: pointer || "/" }, code: "invalid_document" });
 }
 
-function makeAjv(): Ajv {
+export function makeAjv(): Ajv {
   const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, useDefaults: false });
   const addFormats = addFormatsModule as unknown as (a: Ajv) => Ajv;
   addFormats(ajv);
@@ -241,12 +241,27 @@ function send(reply: FastifyReply, status: number, body: unknown): FastifyReply 
   return status === 204 ? reply.send() : reply.send(body);
 }
 
+/** A body validator compiled on its first use, then kept. */
+function lazyValidator(
+  ajv: () => Ajv,
+  res: RouteSpec["res"],
+  body: NonNullable<RouteSpec["body"]>,
+): () => ValidateFunction {
+  let compiled: ValidateFunction | undefined;
+  return () => {
+    compiled ??= ajv().compile(bodySchema(res, body, "ajv"));
+    return compiled;
+  };
+}
+
 /** Register the v2 routes on `app`. */
 export function registerRoutes(app: FastifyInstance, ctx: AppContext, specs: readonly RouteSpec[]): void {
-  const ajv = makeAjv();
+  // Created and compiled on a route's first write, not here: compiling every body schema at
+  // registration was ~1 s of CPU on every start (issue 14 goal 5, bench/ops/RESULTS.md), for
+  // routes most starts never see a write on. src/jsonapi/body-schemas.test.ts compiles them all.
+  let ajv: Ajv | undefined;
   for (const spec of specs) {
-    let validate: ValidateFunction | null = null;
-    if (spec.body) validate = ajv.compile(bodySchema(spec.res, spec.body, "ajv"));
+    const validate = spec.body ? lazyValidator(() => (ajv ??= makeAjv()), spec.res, spec.body) : null;
     const { res } = spec;
     const url = `${PREFIX}${spec.path}`;
     app.route({
@@ -340,7 +355,8 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, specs: rea
                 code: "type_mismatch",
               });
             }
-            if (!validate(body)) throw ajvErrorToApp(validate.errors?.[0]);
+            const check = validate();
+            if (!check(body)) throw ajvErrorToApp(check.errors?.[0]);
           }
         }
         const w = { app: ctx, res, actor: who, body: body ?? {}, params, baseUrl: baseUrl(request) };
