@@ -1,4 +1,3 @@
-import nodemailer from "nodemailer";
 import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError } from "../kernel/errors.ts";
 import { sql } from "../storage/sql.ts";
@@ -56,6 +55,7 @@ export async function requestPasswordReset(
 }
 
 async function sendResetMail(ctx: AppContext, to: string, link: string): Promise<void> {
+  const { default: nodemailer } = await import("nodemailer");
   const transport = nodemailer.createTransport(ctx.config.mail.smtpUrl as string);
   await transport.sendMail({
     from: ctx.config.mail.from,

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
+import { createRequire } from "node:module";
+import type { Redis } from "ioredis";
 import type { AppContext } from "../kernel/context.ts";
 import type { Db } from "../storage/db.ts";
 import { isConnectionLoss } from "../storage/db-error.ts";
@@ -254,7 +255,9 @@ export class RedisRateStore implements RateStore {
     url: string,
     private readonly log?: { warn: (o: object, m: string) => void; info: (o: object, m: string) => void },
   ) {
-    this.client = new Redis(url, {
+    // ioredis loads only when REDIS_URL is set, not on every start (docs/decisions/0112).
+    const { Redis: RedisClient } = createRequire(import.meta.url)("ioredis") as typeof import("ioredis");
+    this.client = new RedisClient(url, {
       connectTimeout: 1000,
       commandTimeout: 500,
       maxRetriesPerRequest: 0,

@@ -7,7 +7,7 @@
  */
 
 import { createRequire } from "node:module";
-import { type Profile, SAML } from "@node-saml/node-saml";
+import type { Profile, SAML } from "@node-saml/node-saml";
 import type { AppContext } from "../kernel/context.ts";
 import { guardedRequest } from "../kernel/net/guarded-request.ts";
 import { outboundPolicyFor } from "../kernel/net/outbound-policy.ts";
@@ -117,7 +117,13 @@ export async function fetchIdpMetadata(ctx: AppContext, url: string): Promise<st
   return res.body;
 }
 
+/** The library, loaded on first use: most servers never sign anyone in by SAML (docs/decisions/0112). */
+function samlLib(): typeof import("@node-saml/node-saml") {
+  return createRequire(import.meta.url)("@node-saml/node-saml") as typeof import("@node-saml/node-saml");
+}
+
 function saml(ctx: AppContext, s: SamlSpSettings): SAML {
+  const { SAML } = samlLib();
   return new SAML({
     callbackUrl: `${ctx.config.baseUrl}/auth/saml/consume`,
     entryPoint: s.idp.entryPoint,
@@ -136,6 +142,7 @@ function saml(ctx: AppContext, s: SamlSpSettings): SAML {
 }
 
 export function spMetadata(ctx: AppContext, spEntityId: string): string {
+  const { SAML } = samlLib();
   const sp = new SAML({
     callbackUrl: `${ctx.config.baseUrl}/auth/saml/consume`,
     issuer: spEntityId,

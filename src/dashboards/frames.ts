@@ -2,7 +2,6 @@ import type { Actor } from "../access/actor.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError, NotFoundError } from "../kernel/errors.ts";
 import { runQuery } from "../srql/run.ts";
-import { rowsToArrowIpc } from "./arrow.ts";
 import type { FrameEncoding } from "./manifest.ts";
 import { runnablePackage } from "./packages.ts";
 
@@ -10,7 +9,7 @@ export interface FrameResult {
   encoding: FrameEncoding;
   results: Record<string, unknown>[];
   pagination: { next_cursor: string | null; prev_cursor: string | null; limit: number };
-  arrow(): Uint8Array;
+  arrow(): Promise<Uint8Array>;
 }
 
 function optionalString(body: Record<string, unknown>, key: string, max: number): string | null {
@@ -75,6 +74,7 @@ export async function runFrame(
     encoding: frame.encoding,
     results: res.results,
     pagination: res.pagination,
-    arrow: () => rowsToArrowIpc(res.results),
+    // apache-arrow loads on the first Arrow frame, not at start-up (docs/decisions/0112).
+    arrow: async () => (await import("./arrow.ts")).rowsToArrowIpc(res.results),
   };
 }

@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject } from "ajv";
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { parseUntrustedJson } from "../kernel/json.ts";
 
 /**
@@ -114,8 +114,14 @@ const SCHEMA = {
   },
 } as const;
 
-const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
-const validate = ajv.compile(SCHEMA);
+/** Compiled on the first manifest checked, not at start-up (docs/decisions/0112). */
+let compiled: ValidateFunction | undefined;
+function validator(): ValidateFunction {
+  compiled ??= new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false }).compile(
+    SCHEMA,
+  );
+  return compiled;
+}
 
 function describe(e: ErrorObject): string {
   const at = e.instancePath === "" ? "manifest" : `manifest${e.instancePath.replace(/\//g, ".")}`;
@@ -154,6 +160,7 @@ export function checkManifestValue(value: unknown): ManifestCheck {
     return { ok: false, errors: ["manifest json must decode to an object"] };
   }
   const errors: string[] = [];
+  const validate = validator();
   if (!validate(value)) errors.push(...(validate.errors ?? []).map(describe));
   const frames = (value as { data_frames?: unknown }).data_frames;
   if (Array.isArray(frames)) {

@@ -496,7 +496,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
           .header("x-srql-limit", String(frame.pagination.limit))
           .header("x-srql-row-count", String(frame.results.length));
         if (frame.encoding === "arrow_ipc") {
-          return reply.type(ARROW_STREAM).send(Buffer.from(frame.arrow()));
+          return reply.type(ARROW_STREAM).send(Buffer.from(await frame.arrow()));
         }
         return {
           id: frameId,

@@ -15,7 +15,6 @@
  */
 
 import { createHmac } from "node:crypto";
-import nodemailer from "nodemailer";
 import { type Changes, stateTable, transitionRows } from "../../jsonapi/engine/transitions.ts";
 import { defineStateMachine } from "../../jsonapi/state-machine.ts";
 import type { AppContext } from "../../kernel/context.ts";
@@ -307,6 +306,8 @@ export async function sendEmail(
   }
   const user = channel.secret_refs?.smtp_user;
   const pass = channel.secret_refs?.smtp_password;
+  // Loaded on the first mail, not at start-up (issue 14: start-up CPU, docs/decisions/0112).
+  const { default: nodemailer } = await import("nodemailer");
   const transport = nodemailer.createTransport({
     host: address,
     port,
