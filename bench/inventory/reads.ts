@@ -16,7 +16,7 @@
 //   node --import tsx bench/inventory/reads.ts
 //
 // Env: READS_BENCH_DEVICES (PostgreSQL, default 1000000), READS_BENCH_PGLITE_DEVICES (default
-// 50000), READS_BENCH_DATABASE_URL (default postgres://root@127.0.0.1:5432/reads_bench; seeded
+// 1000000, seeded each run), READS_BENCH_DATABASE_URL (default postgres://root@127.0.0.1:5432/reads_bench; seeded
 // once, reused while it holds exactly that many seeded devices), READS_BENCH_BACKENDS
 // ("postgres,pglite"), READS_BENCH_SECONDS (8), READS_BENCH_CONNECTIONS (32), READS_BENCH_LOG_LEVEL
 // (netmon's log level, default "info" as shipped), READS_BENCH_ONLY (comma list of list, search,
@@ -42,7 +42,7 @@ import { toQuery } from "../../src/storage/sql.ts";
 import { seedDevices } from "./_reads-seed.ts";
 
 const PG_DEVICES = Number(process.env.READS_BENCH_DEVICES ?? 1_000_000);
-const PGLITE_DEVICES = Number(process.env.READS_BENCH_PGLITE_DEVICES ?? 50_000);
+const PGLITE_DEVICES = Number(process.env.READS_BENCH_PGLITE_DEVICES ?? 1_000_000);
 const PG_URL = process.env.READS_BENCH_DATABASE_URL ?? "postgres://root@127.0.0.1:5432/reads_bench";
 const BACKENDS = (process.env.READS_BENCH_BACKENDS ?? "postgres,pglite").split(",").map((s) => s.trim());
 const SECONDS = Number(process.env.READS_BENCH_SECONDS ?? 8);
