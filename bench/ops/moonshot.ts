@@ -86,6 +86,10 @@ function groupRssKb(pgid: number): number {
   return total;
 }
 
+// Stopped from outside (run.ts's timeout sends SIGTERM): exit through the "exit" handlers, which
+// kill the detached server and remove the data directory.
+for (const sig of ["SIGTERM", "SIGINT"] as const) process.on(sig, () => process.exit(1));
+
 const targets = spawn(
   process.execPath,
   ["--import", "tsx", path.join(ROOT, "bench/monitoring/targets-child.ts")],

@@ -5,14 +5,14 @@
 // ordinary restart. Knobs: STARTUP_BENCH_IDLE_S (default 20), STARTUP_BENCH_ROUNDS (default 3).
 //
 // STARTUP_BENCH_DEVICES=N instead measures the restart of a data directory holding N devices
-// (seeded as the moonshot seeds, bench/ops/seed.ts; STARTUP_BENCH_DATA_DIR keeps and reuses it),
+// (seeded as the moonshot seeds, bench/ops/_seed.ts; STARTUP_BENCH_DATA_DIR keeps and reuses it),
 // compiled build only, to a healthy `/health` (the database answering), ROUNDS times.
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { seedDataDir } from "./seed.ts";
+import { seedDataDir } from "./_seed.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const idleS = Number(process.env.STARTUP_BENCH_IDLE_S ?? 20);
