@@ -2,6 +2,7 @@ import type { AppContext } from "../kernel/context.ts";
 import { InvalidRequestError } from "../kernel/errors.ts";
 import { sql } from "../storage/sql.ts";
 import { localLoginAllowed } from "./auth-settings.ts";
+import { forgetRememberedCredentials } from "./outage-credentials.ts";
 import { hashPassword } from "./passwords.ts";
 import { checkPassword, findUserByEmail } from "./users.ts";
 import { randomToken, sha256Hex } from "./util.ts";
@@ -91,7 +92,7 @@ export async function resetPassword(
   const pw = checkPassword(password);
   const hash = await hashPassword(pw);
   const now = ctx.now();
-  return ctx.db.transaction(async (tx) => {
+  const result = await ctx.db.transaction(async (tx) => {
     const link = await tx.one<{ user_id: string }>(sql`
       UPDATE password_reset_tokens SET used_at = ${now}
       WHERE token_hash = ${sha256Hex(token)} AND used_at IS NULL AND expires_at > ${now}
@@ -107,4 +108,7 @@ export async function resetPassword(
       UPDATE sessions SET revoked_at = ${now} WHERE user_id = ${user.id} AND revoked_at IS NULL`);
     return { userId: user.id };
   });
+  // The revoked sessions stop working in this process at once, not when the NOTIFY arrives.
+  forgetRememberedCredentials(ctx);
+  return result;
 }

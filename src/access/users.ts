@@ -175,6 +175,7 @@ export async function setUserPassword(ctx: AppContext, userId: string, password:
     sql`UPDATE users SET password_hash = ${hash}, updated_at = ${ctx.now()} WHERE id = ${userId}`,
   );
   if (res.rowCount === 0) throw new NotFoundError("user not found");
+  forgetRememberedCredentials(ctx);
 }
 
 // ---- admin operations (actor must be an admin holding settings.rbac.manage) ----
@@ -251,7 +252,7 @@ export async function updateUser(
     }
     localLogin = patch.local_login_enabled;
   }
-  return ctx.db.transaction(async (tx) => {
+  const updated = await ctx.db.transaction(async (tx) => {
     if (role !== "admin") await assertAnotherAdminRemains(tx, id);
     const row = await tx.one<UserRow>(sql`
       UPDATE users SET display_name = ${displayName}, role = ${role}, role_profile_id = ${profileId},
@@ -259,6 +260,11 @@ export async function updateUser(
       WHERE id = ${id} RETURNING *`);
     return row as UserRow;
   });
+  // A role or profile change narrows (or widens) every token of the user from the next
+  // request on: evict this process's cached credentials now, after the commit (the NOTIFY
+  // reaches this process's listener later than the response on PostgreSQL).
+  forgetRememberedCredentials(ctx);
+  return updated;
 }
 
 /**
@@ -288,15 +294,22 @@ export async function deactivateUser(ctx: AppContext, actor: Actor, id: string):
     });
   }
   const now = ctx.now();
-  return ctx.db.transaction(async (tx) => {
+  const row = await ctx.db.transaction(async (tx) => {
     await assertAnotherAdminRemains(tx, id);
     await tx.query(sql`UPDATE sessions SET revoked_at = ${now} WHERE user_id = ${id} AND revoked_at IS NULL`);
-    forgetRememberedCredentials(ctx);
     return transitionRow<UserRow>(tx, usersTable, id, "disable", {}, now);
   });
+  // After the commit: an eviction before it would let a request between the two cache the
+  // still-active user again.
+  forgetRememberedCredentials(ctx);
+  return row;
 }
 
 export async function reactivateUser(ctx: AppContext, actor: Actor, id: string): Promise<UserRow> {
   await getUser(ctx.db, actor, id);
-  return ctx.db.transaction((tx) => transitionRow<UserRow>(tx, usersTable, id, "enable", {}, ctx.now()));
+  const row = await ctx.db.transaction((tx) =>
+    transitionRow<UserRow>(tx, usersTable, id, "enable", {}, ctx.now()),
+  );
+  forgetRememberedCredentials(ctx);
+  return row;
 }

@@ -137,6 +137,44 @@ describe("credential cache (one server)", () => {
     expect(changed.user.role).toBe("operator");
   });
 
+  it("this replica's own changes apply at the next request without waiting for the NOTIFY", async () => {
+    // On PostgreSQL the NOTIFY reaches this process's listener after the writing request has
+    // answered; a change made here must not depend on it. Drop the notifications to make that
+    // race certain instead of occasional.
+    const cache = credentialCache(server.ctx) as unknown as { onNotify: (p: string) => void };
+    const onNotify = cache.onNotify;
+    cache.onNotify = () => {};
+    try {
+      const user = await createUser(server, { role: "operator" });
+      const token = await tokenFor(server, { id: user.id });
+      const session = await createSession(server.ctx, user.id);
+      const cookie = { cookie: `${SESSION_COOKIE}=${session.token}` };
+      const perms = async () =>
+        ((await (await me(server, authHeaders(token))).json()) as { permissions: string[] }).permissions;
+      expect(await perms()).toContain("devices.create");
+      expect(await perms()).toContain("devices.create");
+      expect((await me(server, cookie)).status).toBe(200);
+
+      const demote = await server.fetch(`/api/admin/users/${user.id}`, {
+        method: "PATCH",
+        headers: { ...authHeaders(admin), "content-type": "application/json" },
+        body: JSON.stringify({ role: "viewer" }),
+      });
+      expect(demote.status).toBe(200);
+      expect(await perms()).not.toContain("devices.create");
+
+      const off = await server.fetch(`/api/admin/users/${user.id}/deactivate`, {
+        method: "POST",
+        headers: authHeaders(admin),
+      });
+      expect(off.status).toBe(200);
+      expect((await me(server, authHeaders(token))).status).toBe(401);
+      expect((await me(server, cookie)).status).toBe(401);
+    } finally {
+      cache.onNotify = onNotify;
+    }
+  });
+
   it("refuses a cached token once it expires", async () => {
     const user = await createUser(server, { role: "viewer" });
     const token = await tokenFor(server, { id: user.id }, { expiresIn: 120 });
