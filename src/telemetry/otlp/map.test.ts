@@ -112,6 +112,53 @@ describe("OTLP mapping", () => {
   });
 });
 
+describe("OTLP JSON 64-bit integers", () => {
+  const logsWith = (record: Record<string, unknown>) =>
+    Buffer.from(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [record] }] }] }));
+
+  it("keeps int64 values exactly, as strings beyond 2^53", () => {
+    const m = decodeOtlp(
+      "logs",
+      logsWith({ timeUnixNano: "1767225600000000000", body: { intValue: "-9223372036854775808" } }),
+      "json",
+    );
+    expect(mapLogs(asRecord(m), origin).rows[0]?.body).toBe("-9223372036854775808");
+  });
+
+  it.each([
+    ["an intValue beyond int64", { body: { intValue: "99999999999999999999" } }, "intValue"],
+    ["a negative fixed64 time", { timeUnixNano: "-1" }, "timeUnixNano"],
+    ["a fractional time", { timeUnixNano: 1.5 }, "timeUnixNano"],
+    ["a time that is not a number", { observedTimeUnixNano: "soon" }, "observedTimeUnixNano"],
+  ])("refuses %s with a 400 naming the member (never wrapped modulo 2^64)", (_what, record, key) => {
+    expect(() => decodeOtlp("logs", logsWith(record), "json")).toThrow(
+      expect.objectContaining({ status: 400, code: "invalid_otlp", message: expect.stringContaining(key) }),
+    );
+  });
+
+  it("checks every histogram bucket count", () => {
+    const body = {
+      resourceMetrics: [
+        {
+          scopeMetrics: [
+            {
+              metrics: [
+                {
+                  name: "h",
+                  histogram: {
+                    dataPoints: [{ count: "3", bucketCounts: ["1", "2", "18446744073709551616"] }],
+                  },
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    };
+    expect(() => decodeOtlp("metrics", Buffer.from(JSON.stringify(body)), "json")).toThrow(/bucketCounts/);
+  });
+});
+
 describe("IngestGate", () => {
   it("lets one request through alone, refuses beyond the bound, frees permits when done", async () => {
     const gate = new IngestGate(10);
