@@ -16,4 +16,16 @@ describe("PGlite settings", () => {
       }
     }
   });
+
+  it("bounds the WAL (a server-start setting: a session SET is refused)", async () => {
+    const db = await PgliteDb.open({});
+    try {
+      const row = await db.one<{ max: string; min: string }>(
+        "SELECT current_setting('max_wal_size') AS max, current_setting('min_wal_size') AS min",
+      );
+      expect(row).toEqual({ max: "256MB", min: "64MB" });
+    } finally {
+      await db.close();
+    }
+  });
 });

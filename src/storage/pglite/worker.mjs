@@ -37,13 +37,22 @@ const ready = (async () => {
   const opts = {
     extensions: { pg_trgm },
     parsers: { 20: (v) => Number(v) },
-    startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${Number(sharedBuffersMb)}MB`],
+    // WAL kept to ~256 MB (PostgreSQL's default lets it reach 1 GB, most of a small install's
+    // disk; a 100k-device ingest left 337 MB). These are server-start settings: a session SET
+    // is refused ("cannot be changed now"), which the start used to swallow.
+    startParams: [
+      ...PGlite.defaultStartParams,
+      "-c",
+      `shared_buffers=${Number(sharedBuffersMb)}MB`,
+      "-c",
+      "max_wal_size=256MB",
+      "-c",
+      "min_wal_size=64MB",
+    ],
   };
   if (dataDir) opts.dataDir = dataDir;
   if (loadDataDir) opts.loadDataDir = new Blob([loadDataDir]);
   db = await PGlite.create(opts);
-  // Keep WAL small: PGlite's default retention made a 100k-row directory 80% WAL.
-  await db.exec("SET max_wal_size = '64MB'; SET min_wal_size = '32MB'").catch(() => {});
 })();
 
 // PGlite's file system reports WASI errno numbers on a bare ErrnoError (no message).
