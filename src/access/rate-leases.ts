@@ -179,15 +179,7 @@ export class LeasedBudgets {
     this.peeksInflight.set(key, entry);
     try {
       const hit = await entry.promise;
-      if (!entry.stale) {
-        this.peeks.set(key, {
-          hit,
-          untilMs: this.wallMs() + PEEK_CACHE_MS,
-          untilSec: (hit.oldest ?? nowSec) + windowSec,
-          limit,
-          windowSec,
-        });
-      }
+      if (!entry.stale) this.remember(key, hit, limit, windowSec, nowSec);
       return hit;
     } finally {
       if (this.peeksInflight.get(key) === entry) this.peeksInflight.delete(key);

@@ -9,24 +9,17 @@
  * per-process numbers (requests, ingest, delivery attempts, connection pool) are per replica.
  */
 import type { FastifyInstance } from "fastify";
+import { DELIVERY_STATUSES } from "../alerting/notifications/delivery.ts";
 import type { AppContext } from "../kernel/context.ts";
 import { Metrics } from "../kernel/metrics.ts";
 import { VERSION } from "../kernel/version.ts";
+import { POLL_JOB_STATUSES, TERMINAL_STATUSES } from "../monitoring/poll-job-state.ts";
 import { sql } from "../storage/sql.ts";
 
 const DB_TIMEOUT_MS = 2000;
-const ACTIVE_JOB_STATES = ["pending", "dispatching", "running"] as const;
-const FINISHED_JOB_STATES = ["completed", "failed", "timeout", "cancelled"] as const;
-const DELIVERY_STATES = [
-  "pending",
-  "dispatching",
-  "sent",
-  "failed",
-  "expired",
-  "cancelled",
-  "suppressed",
-  "skipped",
-] as const;
+// The state lists are the state machines' own, so a new state is counted without an edit here.
+const ACTIVE_JOB_STATES = POLL_JOB_STATUSES.filter((s) => !TERMINAL_STATUSES.has(s));
+const FINISHED_JOB_STATES = [...TERMINAL_STATUSES];
 /** Window of `netmon_poll_jobs_finished_recent`. */
 const FINISHED_WINDOW_SECONDS = 300;
 
@@ -131,7 +124,7 @@ async function refresh(ctx: AppContext, g: DbGauges): Promise<void> {
     setByStatus(g.finished, FINISHED_JOB_STATES, finished);
     g.due.set(Number(checks?.due ?? 0));
     g.lateness.set(Math.max(0, Number(checks?.lateness ?? 0)));
-    setByStatus(g.deliveries, DELIVERY_STATES, deliveries);
+    setByStatus(g.deliveries, DELIVERY_STATUSES, deliveries);
     g.up.set(1);
   } catch (err) {
     ctx.log.warn({ err }, "self-metrics: the database did not answer");
