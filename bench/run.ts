@@ -212,7 +212,7 @@ function knobsFor(script: string): { set: Record<string, string>; shown: string[
 
 const all = fs
   .readdirSync(path.join(root, "bench"), { withFileTypes: true })
-  .filter((d) => d.isDirectory())
+  .filter((d) => d.isDirectory() && !d.name.startsWith("_"))
   .flatMap((d) =>
     fs
       .readdirSync(path.join(root, "bench", d.name))

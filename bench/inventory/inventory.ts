@@ -25,6 +25,7 @@ import { migrate } from "../../src/storage/migrate.ts";
 import { PgliteDb } from "../../src/storage/pglite/client.ts";
 import { PostgresDb } from "../../src/storage/postgres/client.ts";
 import { sql } from "../../src/storage/sql.ts";
+import { ensurePgDatabase } from "../_lib/pg-database.ts";
 
 const PG_DEVICES = Number(process.env.INVENTORY_BENCH_DEVICES ?? 1_000_000);
 const PGLITE_DEVICES = Number(process.env.INVENTORY_BENCH_PGLITE_DEVICES ?? 250_000);
@@ -50,20 +51,6 @@ function seededUid(ip: string): string {
   const i = (a << 16) | (b << 8) | c;
   const h = createHash("md5").update(`bench${i}`).digest("hex");
   return `sr:${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}
-
-async function ensurePgDatabase(url: string): Promise<void> {
-  const u = new URL(url);
-  const name = u.pathname.slice(1);
-  u.pathname = "/postgres";
-  const admin = new pg.Client({ connectionString: u.toString() });
-  await admin.connect();
-  try {
-    const exists = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
-    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${name.replace(/"/g, "")}"`);
-  } finally {
-    await admin.end();
-  }
 }
 
 /** Bulk-load n devices (+ one MAC identifier each) with INSERT … SELECT, indexes built afterwards. */

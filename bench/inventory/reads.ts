@@ -39,6 +39,7 @@ import type { Db } from "../../src/storage/db.ts";
 import { migrate } from "../../src/storage/migrate.ts";
 import { openDatabase } from "../../src/storage/open.ts";
 import { toQuery } from "../../src/storage/sql.ts";
+import { ensurePgDatabase } from "../_lib/pg-database.ts";
 import { seedDevices } from "./_reads-seed.ts";
 
 const PG_DEVICES = Number(process.env.READS_BENCH_DEVICES ?? 1_000_000);
@@ -90,20 +91,6 @@ const ALL_READS: Read[] = [
 ];
 const only = process.env.READS_BENCH_ONLY?.split(",").map((s) => s.trim());
 const READS = ALL_READS.filter((r) => !only || only.includes(r.key));
-
-async function ensurePgDatabase(url: string): Promise<void> {
-  const u = new URL(url);
-  const name = u.pathname.slice(1);
-  u.pathname = "/postgres";
-  const admin = new pg.Client({ connectionString: u.toString() });
-  await admin.connect();
-  try {
-    const exists = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
-    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${name.replace(/"/g, "")}"`);
-  } finally {
-    await admin.end();
-  }
-}
 
 function waitFor(child: ChildProcess, pattern: RegExp): Promise<string> {
   return new Promise((resolve, reject) => {

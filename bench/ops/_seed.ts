@@ -14,8 +14,10 @@ import path from "node:path";
 import { createApiToken } from "../../src/access/tokens.ts";
 import { insertUser } from "../../src/access/users.ts";
 import { loadConfig } from "../../src/config/config.ts";
+import type { AppContext } from "../../src/kernel/context.ts";
 import { initialRunAt } from "../../src/monitoring/scheduler.ts";
 import { startServer } from "../../src/server.ts";
+import type { Queryable } from "../../src/storage/db.ts";
 import { sql } from "../../src/storage/sql.ts";
 
 export interface SeedSpec {
@@ -78,49 +80,12 @@ export async function seedDataDir(
   const t0 = Date.now();
   for (let from = 1; from <= spec.devices; from += 100_000) {
     const to = Math.min(spec.devices, from + 99_999);
-    await ctx.db.query(
-      `INSERT INTO devices (uid, partition, ip, hostname, type, type_id, vendor_name, is_available,
-         discovery_sources, first_seen_time, last_seen_time)
-       SELECT 'sr:' || md5(i::text)::uuid::text, 'default',
-         '10.' || ((i >> 16) & 255) || '.' || ((i >> 8) & 255) || '.' || (i & 255),
-         'host-' || lpad(i::text, 7, '0'),
-         (ARRAY['Server','Switch','Router','Camera','Firewall','Desktop'])[1 + i % 6], 1 + i % 6,
-         (ARRAY['Cisco','Juniper','Dell','HP','Axis','Ubiquiti'])[1 + i % 6], i % 10 <> 0,
-         ARRAY['sweep'], now() - (i % 100000) * interval '1 second', now() - (i % 1000) * interval '1 second'
-       FROM generate_series($1::int, $2::int) AS i`,
-      [from, to],
-    );
+    await insertDevices(ctx.db, from, to);
     log(`devices ${to}/${spec.devices}`);
   }
   await ctx.db.query("ANALYZE devices");
-  const ports = spec.ports ?? { http: 9, tcp: 9 };
-  const now = new Date();
-  for (let i = 0; i < spec.checks; i += 1000) {
-    const names: string[] = [];
-    const types: string[] = [];
-    const tgts: string[] = [];
-    const prts: (number | null)[] = [];
-    const next: string[] = [];
-    for (let j = i; j < Math.min(spec.checks, i + 1000); j++) {
-      const tcp = j % 2 === 0;
-      names.push(`moon-${j}`);
-      types.push(tcp ? "tcp" : "http");
-      tgts.push(tcp ? "127.0.0.1" : `http://127.0.0.1:${ports.http}/ok`);
-      prts.push(tcp ? ports.tcp : null);
-      next.push(initialRunAt(now, spec.interval).toISOString());
-    }
-    await ctx.db.query(sql`
-      INSERT INTO service_checks (name, check_type, target, port, interval_seconds, timeout_seconds, next_run_at)
-      SELECT v.n, v.t, v.g, v.p, ${spec.interval}, 5, v.x
-      FROM unnest(${names}::text[], ${types}::text[], ${tgts}::text[], ${prts}::int[], ${next}::timestamptz[])
-        AS v(n, t, g, p, x)`);
-  }
-  const user = await insertUser(ctx, {
-    email: `moon-${Date.now()}@example.test`,
-    role: "admin",
-    password: "moonshot-pw-1",
-  });
-  const { token } = await createApiToken(ctx, user.id, { name: "moonshot", scopes: ["read"] } as never);
+  await insertChecks(ctx.db, spec.checks, spec.interval, spec.ports ?? { http: 9, tcp: 9 });
+  const token = await benchToken(ctx);
   const seconds = (Date.now() - t0) / 1000;
   await seeder.close();
   if (!dbUrl) fs.writeFileSync(marker, JSON.stringify({ ...key, token }));
@@ -141,4 +106,60 @@ async function retarget(dataDir: string, ports: { http: number; tcp: number }): 
   } finally {
     await server.close();
   }
+}
+
+/** Devices `from`..`to` (one statement, set-based): the rows every seeded bench shares. */
+export async function insertDevices(db: Queryable, from: number, to: number): Promise<void> {
+  await db.query(
+    `INSERT INTO devices (uid, partition, ip, hostname, type, type_id, vendor_name, is_available,
+       discovery_sources, first_seen_time, last_seen_time)
+     SELECT 'sr:' || md5(i::text)::uuid::text, 'default',
+       '10.' || ((i >> 16) & 255) || '.' || ((i >> 8) & 255) || '.' || (i & 255),
+       'host-' || lpad(i::text, 7, '0'),
+       (ARRAY['Server','Switch','Router','Camera','Firewall','Desktop'])[1 + i % 6], 1 + i % 6,
+       (ARRAY['Cisco','Juniper','Dell','HP','Axis','Ubiquiti'])[1 + i % 6], i % 10 <> 0,
+       ARRAY['sweep'], now() - (i % 100000) * interval '1 second', now() - (i % 1000) * interval '1 second'
+     FROM generate_series($1::int, $2::int) AS i`,
+    [from, to],
+  );
+}
+
+/** `count` checks, half TCP and half HTTP against `ports`, in batches of 1,000, due within one interval. */
+export async function insertChecks(
+  db: Queryable,
+  count: number,
+  interval: number,
+  ports: { http: number; tcp: number },
+): Promise<void> {
+  const now = new Date();
+  for (let i = 0; i < count; i += 1000) {
+    const names: string[] = [];
+    const types: string[] = [];
+    const tgts: string[] = [];
+    const prts: (number | null)[] = [];
+    const next: string[] = [];
+    for (let j = i; j < Math.min(count, i + 1000); j++) {
+      const tcp = j % 2 === 0;
+      names.push(`moon-${j}`);
+      types.push(tcp ? "tcp" : "http");
+      tgts.push(tcp ? "127.0.0.1" : `http://127.0.0.1:${ports.http}/ok`);
+      prts.push(tcp ? ports.tcp : null);
+      next.push(initialRunAt(now, interval).toISOString());
+    }
+    await db.query(sql`
+      INSERT INTO service_checks (name, check_type, target, port, interval_seconds, timeout_seconds, next_run_at)
+      SELECT v.n, v.t, v.g, v.p, ${interval}, 5, v.x
+      FROM unnest(${names}::text[], ${types}::text[], ${tgts}::text[], ${prts}::int[], ${next}::timestamptz[])
+        AS v(n, t, g, p, x)`);
+  }
+}
+
+/** A read-scoped API token of a new admin user. */
+export async function benchToken(ctx: AppContext): Promise<string> {
+  const user = await insertUser(ctx, {
+    email: `moon-${Date.now()}@example.test`,
+    role: "admin",
+    password: "moonshot-pw-1",
+  });
+  return (await createApiToken(ctx, user.id, { name: "moonshot", scopes: ["read"] } as never)).token;
 }

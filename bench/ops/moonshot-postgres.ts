@@ -6,19 +6,9 @@
  *
  *   node --import tsx bench/ops/moonshot-postgres.ts   (every MOONSHOT_* knob of moonshot.ts applies)
  */
-import pg from "pg";
+import { ensurePgDatabase } from "../_lib/pg-database.ts";
 
 const url = process.env.MOONSHOT_DATABASE_URL ?? "postgres://root@127.0.0.1:5432/moonshot_bench";
-const u = new URL(url);
-const name = decodeURIComponent(u.pathname.slice(1));
-u.pathname = "/postgres";
-const admin = new pg.Client({ connectionString: u.toString() });
-await admin.connect();
-try {
-  const found = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
-  if (found.rowCount === 0) await admin.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
-} finally {
-  await admin.end();
-}
+await ensurePgDatabase(url);
 process.env.MOONSHOT_DATABASE_URL = url;
 await import("./moonshot.ts");

@@ -28,12 +28,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
-import { createApiToken } from "../../src/access/tokens.ts";
-import { insertUser } from "../../src/access/users.ts";
 import { loadConfig } from "../../src/config/config.ts";
-import { initialRunAt } from "../../src/monitoring/scheduler.ts";
 import { startServer } from "../../src/server.ts";
 import { sql } from "../../src/storage/sql.ts";
+import { benchEnv, benchToken, insertChecks, insertDevices } from "./_seed.ts";
 
 const DEVICES = Number(process.env.MOONSHOT_DEVICES ?? 1_000_000);
 /**
@@ -104,16 +102,7 @@ const ports = JSON.parse(await firstLine(targets)) as { http: number; tcp: numbe
 // ---- seed (grows rung by rung) -------------------------------------------------------------
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "netmon-moonshot-"));
 process.on("exit", () => fs.rmSync(dataDir, { recursive: true, force: true }));
-const env: Record<string, string> = {
-  NETMON_DATA_DIR: dataDir,
-  NETMON_OTLP_GRPC_PORT: "0",
-  NETMON_SYSLOG_PORT: "0",
-  NETMON_SNMP_TRAP_PORT: "0",
-  NETMON_LOG_LEVEL: "warn",
-  HOST: "127.0.0.1",
-  NETMON_RATE_LIMIT_API_DEFAULT: "100000000/60s",
-  ...(DB_URL ? { DATABASE_URL: DB_URL } : {}),
-};
+const env = benchEnv(dataDir, DB_URL);
 let seeded = 0;
 let token = "";
 
@@ -126,50 +115,14 @@ async function seedTo(upTo: number): Promise<number> {
   if (first && DB_URL) await ctx.db.query("TRUNCATE devices, service_checks, poll_jobs CASCADE");
   for (let from = seeded + 1; from <= upTo; from += 100_000) {
     const to = Math.min(upTo, from + 99_999);
-    await ctx.db.query(
-      `INSERT INTO devices (uid, partition, ip, hostname, type, type_id, vendor_name, is_available,
-         discovery_sources, first_seen_time, last_seen_time)
-       SELECT 'sr:' || md5(i::text)::uuid::text, 'default',
-         '10.' || ((i >> 16) & 255) || '.' || ((i >> 8) & 255) || '.' || (i & 255),
-         'host-' || lpad(i::text, 7, '0'),
-         (ARRAY['Server','Switch','Router','Camera','Firewall','Desktop'])[1 + i % 6], 1 + i % 6,
-         (ARRAY['Cisco','Juniper','Dell','HP','Axis','Ubiquiti'])[1 + i % 6], i % 10 <> 0,
-         ARRAY['sweep'], now() - (i % 100000) * interval '1 second', now() - (i % 1000) * interval '1 second'
-       FROM generate_series($1::int, $2::int) AS i`,
-      [from, to],
-    );
+    await insertDevices(ctx.db, from, to);
     log(`devices ${to}/${upTo}`);
   }
   seeded = upTo;
   await ctx.db.query("ANALYZE devices");
   if (first) {
-    const now = new Date();
-    for (let i = 0; i < CHECKS; i += 1000) {
-      const names: string[] = [];
-      const types: string[] = [];
-      const tgts: string[] = [];
-      const prts: (number | null)[] = [];
-      const next: string[] = [];
-      for (let j = i; j < Math.min(CHECKS, i + 1000); j++) {
-        const tcp = j % 2 === 0;
-        names.push(`moon-${j}`);
-        types.push(tcp ? "tcp" : "http");
-        tgts.push(tcp ? "127.0.0.1" : `http://127.0.0.1:${ports.http}/ok`);
-        prts.push(tcp ? ports.tcp : null);
-        next.push(initialRunAt(now, INTERVAL).toISOString());
-      }
-      await ctx.db.query(sql`
-        INSERT INTO service_checks (name, check_type, target, port, interval_seconds, timeout_seconds, next_run_at)
-        SELECT v.n, v.t, v.g, v.p, ${INTERVAL}, 5, v.x
-        FROM unnest(${names}::text[], ${types}::text[], ${tgts}::text[], ${prts}::int[], ${next}::timestamptz[])
-          AS v(n, t, g, p, x)`);
-    }
-    const user = await insertUser(ctx, {
-      email: `moon-${Date.now()}@example.test`,
-      role: "admin",
-      password: "moonshot-pw-1",
-    });
-    token = (await createApiToken(ctx, user.id, { name: "moonshot", scopes: ["read"] } as never)).token;
+    await insertChecks(ctx.db, CHECKS, INTERVAL, ports);
+    token = await benchToken(ctx);
   }
   await seeder.close();
   const secs = (Date.now() - t0) / 1000;

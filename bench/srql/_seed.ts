@@ -6,6 +6,7 @@
 import pg from "pg";
 import { migrate } from "../../src/storage/migrate.ts";
 import { PostgresDb } from "../../src/storage/postgres/client.ts";
+import { ensurePgDatabase } from "../_lib/pg-database.ts";
 
 export const BENCH_URL = process.env.SRQL_BENCH_DATABASE_URL ?? "postgres://root@127.0.0.1:5432/srql_bench";
 export const DEVICES = Number(process.env.SRQL_BENCH_DEVICES ?? 1_000_000);
@@ -14,20 +15,6 @@ const CHUNK = 1_000_000;
 
 const log = (msg: string) =>
   process.stderr.write(`[seed ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-
-async function ensureDatabase(url: string): Promise<void> {
-  const u = new URL(url);
-  const name = u.pathname.slice(1);
-  u.pathname = "/postgres";
-  const admin = new pg.Client({ connectionString: u.toString() });
-  await admin.connect();
-  try {
-    const exists = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
-    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${name.replace(/"/g, "")}"`);
-  } finally {
-    await admin.end();
-  }
-}
 
 async function rebuildWithoutIndexes(
   db: PostgresDb,
@@ -50,7 +37,7 @@ async function rebuildWithoutIndexes(
 }
 
 export async function seed(): Promise<PostgresDb> {
-  await ensureDatabase(BENCH_URL);
+  await ensurePgDatabase(BENCH_URL);
   const db = await PostgresDb.open({ connectionString: BENCH_URL, poolSize: 4 });
   await migrate(db);
   await db.query("SET maintenance_work_mem = '512MB'");
