@@ -8,9 +8,11 @@ import { flag, type ParsedArgs, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
 import { withContext } from "../cli/database.ts";
 import { cliIo, cliPath, stderr, stdout } from "../cli/io.ts";
+import { runAction } from "../jsonapi/engine/actions.ts";
 import { isAppError } from "../kernel/errors.ts";
 import { sql } from "../storage/sql.ts";
 import { type ChannelInput, createChannel } from "./notifications/config.ts";
+import "./resources/notifications.ts";
 
 function all(args: ParsedArgs, name: string): string[] {
   return args.flags.get(name) ?? [];
@@ -118,16 +120,13 @@ never shown by the API. Attach channels to escalation steps over the v2 API
       }
       if (action === "enable" || action === "disable") {
         if (!id) throw new UsageError("ID is required");
-        const n = await withContext(async (ctx) => {
-          const res = await ctx.db.query(
-            sql`UPDATE notification_channels SET enabled = ${action === "enable"}, updated_at = now() WHERE id::text = ${id}`,
-          );
-          return res.rowCount;
-        });
-        if (n === 0) {
-          stderr(`error: no channel ${id}\n`);
-          return 1;
-        }
+        // The channel's declared update, as PATCH /api/v2/notification-channels/{id} runs it.
+        await withContext((ctx) =>
+          runAction(ctx, SYSTEM_ACTOR, "notification-channel", "update", {
+            id,
+            input: { enabled: action === "enable" },
+          }),
+        );
         return 0;
       }
       throw new UsageError("expected create, list, enable or disable");

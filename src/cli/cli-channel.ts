@@ -27,6 +27,7 @@ export const FORWARDABLE: ReadonlySet<string> = new Set([
   "query",
   "devices",
   "notifications",
+  "alerts",
   "checks",
   // Trusted publisher keys live in the database; publish/enable/disable talk HTTP anyway.
   "dashboard",

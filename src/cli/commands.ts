@@ -1,4 +1,5 @@
 import { tokensCommand, usersCommand } from "../access/cli.ts";
+import { alertsCommand } from "../alerting/alerts-cli.ts";
 import { notificationsCommand } from "../alerting/cli.ts";
 import { dashboardCommand } from "../dashboards/cli.ts";
 import { devicesCommand } from "../inventory/cli.ts";
@@ -23,6 +24,7 @@ export const COMMANDS: Command[] = [
   agentCommand,
   checksCommand,
   notificationsCommand,
+  alertsCommand,
   mcpCommand,
   dashboardCommand,
   backupCommand,

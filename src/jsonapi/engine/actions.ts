@@ -15,7 +15,7 @@ import { AuthenticationRequiredError, NotFoundError } from "../../kernel/errors.
 import type { OperationDecl, RecordView, ResourceDecl } from "../define.ts";
 import { getResource } from "../registry.ts";
 import { enforce } from "./access.ts";
-import { executeOperation, runCreate } from "./write.ts";
+import { executeOperation, runCreate, runUpdate } from "./write.ts";
 
 export interface ActionRequest {
   /** The record of a member operation (or a client-chosen id on create); omitted otherwise. */
@@ -50,6 +50,7 @@ export async function runAction(
   req: ActionRequest = {},
 ): Promise<ActionResult> {
   if (name === "create") return runCreateAction(ctx, actor, type, req.id ?? undefined, req.input ?? {});
+  if (name === "update") return runUpdateAction(ctx, actor, type, req.id ?? null, req.input ?? {});
   const { res, op } = declaredOperation(type, name);
   const who = enforce(op.access, actor);
   if (!who) throw new AuthenticationRequiredError();
@@ -83,4 +84,32 @@ async function runCreateAction(
   });
   const data = (out.body as { data?: { id?: string } } | null)?.data;
   return { id: data?.id ?? null, record: null, raw: data ? null : out.body };
+}
+
+/** The declared `update` action, through the same code as `PATCH /api/v2/<base>/{id}`. */
+async function runUpdateAction(
+  ctx: AppContext,
+  actor: Actor | null,
+  type: string,
+  id: string | null,
+  input: Record<string, unknown>,
+): Promise<ActionResult> {
+  const res = getResource(type);
+  const update = res?.actions?.update;
+  if (!res || !update) throw new Error(`runAction: ${type} declares no update action`);
+  const who = enforce(update.access, actor);
+  if (!who) throw new AuthenticationRequiredError();
+  if (!id) throw new NotFoundError(`${type} id is required for 'update'`);
+  await runUpdate(
+    {
+      app: ctx,
+      res,
+      actor: who,
+      body: { data: { type: res.type, id, attributes: { ...input } } },
+      params: {},
+      baseUrl: "",
+    },
+    id,
+  );
+  return { id, record: null, raw: null };
 }
