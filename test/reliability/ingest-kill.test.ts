@@ -40,7 +40,14 @@ afterAll(() => {
   ws?.cleanup();
 });
 
-function serve(env: Record<string, string>): Promise<{ child: ChildProcessWithoutNullStreams; url: string }> {
+interface Served {
+  child: ChildProcessWithoutNullStreams;
+  url: string;
+  /** Everything the process printed so far (for a failure's message). */
+  output(): string;
+}
+
+function serve(env: Record<string, string>): Promise<Served> {
   const child = spawn(process.execPath, [BIN, "serve"], {
     env: {
       ...process.env,
@@ -64,7 +71,7 @@ function serve(env: Record<string, string>): Promise<{ child: ChildProcessWithou
       const m = /netmon listening on (http:\/\/[\d.:]+)/.exec(out);
       if (m) {
         clearTimeout(t);
-        resolve({ child, url: m[1] as string });
+        resolve({ child, url: m[1] as string, output: () => out });
       }
     };
     child.stdout.on("data", onData);
@@ -239,14 +246,24 @@ describe("kill -9 mid-ingest loses nothing acknowledged", () => {
     // The restarted server's writer stores what was queued (units in flight at the kill come
     // back after the consumer's ack wait).
     const again = await serve(env);
+    let last: unknown = null;
     await waitFor(
       async () => {
         const info = await jsm.consumers.info(stream, "netmon-writer");
+        last = {
+          num_pending: info.num_pending,
+          ack_pending: info.num_ack_pending,
+          delivered: info.delivered,
+        };
         return info.num_pending + info.num_ack_pending === 0;
       },
       "the JetStream backlog to drain",
       120_000,
-    );
+    ).catch((err: Error) => {
+      // Say where it stuck: the consumer's state and what the restarted server logged.
+      const tail = again.output().split("\n").slice(-40).join("\n");
+      throw new Error(`${err.message}; consumer ${JSON.stringify(last)}; server output:\n${tail}`);
+    });
     await stop(again.child);
     const stored = await storedBodies(run);
     const missing = acked.filter((b) => !stored.has(b));
