@@ -113,7 +113,7 @@ for (let round = 0; round < rounds; round++) {
       const again = await start(dir, fromSource);
       const mode = fromSource ? "source (tsx)" : "build (dist/)";
       rows.push(
-        `| ${round + 1} | ${mode} | ${first.healthyS.toFixed(2)} s | ${again.healthyS.toFixed(2)} s | ${again.rss.toFixed(0)} MB |`,
+        `| ${round + 1} | ${mode} | ${first.healthyS.toFixed(2)} s | ${first.rss.toFixed(0)} MB | ${again.healthyS.toFixed(2)} s | ${again.rss.toFixed(0)} MB |`,
       );
       (fromSource ? summary.source : summary.build).push(again.healthyS);
       (fromSource ? summary.sourceRss : summary.buildRss).push(again.rss);
@@ -131,8 +131,8 @@ console.log(`## Start-up: compiled build vs tsx (bench/ops/startup.ts)
 \`/health/live\`; "first" creates and migrates the data directory, "restart" starts again on it;
 RSS of the server process after ${idleS} s idle (the PGlite worker thread included).
 
-| round | mode | first start | restart | idle RSS |
-|---|---|---|---|---|
+| round | mode | first start | idle RSS after it | restart | idle RSS after it |
+|---|---|---|---|---|---|
 ${rows.join("\n")}
 
 Restart, best of ${rounds}: build ${best(summary.build).toFixed(2)} s vs source ${best(summary.source).toFixed(2)} s

@@ -1,6 +1,9 @@
+import { spawn } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { testBackend } from "../helpers/database.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 /** A first start with nothing configured leaves a way in: a generated admin password in a 0600 file. */
@@ -42,4 +45,59 @@ describe("first start", () => {
     });
     expect(fs.existsSync(path.join(server.dataDir, "initial-admin-password"))).toBe(false);
   });
+
+  it.skipIf(testBackend() !== "pglite")(
+    "`netmon serve` creates and migrates a new embedded database in a child process, not in itself",
+    async () => {
+      // PGlite's memory only grows: done in the server's own process, a first start idled
+      // ~100 MB above every later one (bench/ops/startup.ts reports both).
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "netmon-first-"));
+      const child = spawn(process.execPath, [path.resolve("bin/netmon.mjs"), "serve"], {
+        env: {
+          ...process.env,
+          NETMON_DATA_DIR: dir,
+          PORT: "0",
+          HOST: "127.0.0.1",
+          NETMON_LOG_LEVEL: "info",
+          NETMON_EMBEDDED_AGENT: "false",
+          NETMON_OTLP_GRPC_PORT: "0",
+          NETMON_SYSLOG_PORT: "0",
+          NETMON_SNMP_TRAP_PORT: "0",
+        },
+      });
+      let out = "";
+      child.stdout.on("data", (d) => {
+        out += d;
+      });
+      child.stderr.on("data", (d) => {
+        out += d;
+      });
+      try {
+        const url = await new Promise<string>((resolve, reject) => {
+          const t = setInterval(() => {
+            const m = /netmon listening on (http:\/\/[\d.:]+)/.exec(out);
+            if (m) {
+              clearInterval(t);
+              resolve(m[1] as string);
+            }
+          }, 50);
+          child.on("exit", (code) => {
+            clearInterval(t);
+            reject(new Error(`serve exited (${code}): ${out}`));
+          });
+        });
+        const health = await fetch(`${url}/health`);
+        expect(health.status).toBe(200);
+        expect(fs.existsSync(path.join(dir, "pg", "PG_VERSION"))).toBe(true);
+        // The child applied every migration; the server found nothing left to do.
+        expect(out).not.toContain("migrations applied");
+      } finally {
+        const exited = new Promise((r) => child.once("exit", r));
+        child.kill("SIGTERM");
+        await exited;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    120_000,
+  );
 });
