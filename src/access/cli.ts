@@ -3,7 +3,6 @@ import { flag, flagAll, type ParsedArgs, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
 import { withContext } from "../cli/database.ts";
 import { stderr, stdout } from "../cli/io.ts";
-import { isAppError } from "../kernel/errors.ts";
 import { ROLES } from "./actor.ts";
 import { createApiTokenForEmail, issueControlPlaneToken, ownerPermissions } from "./tokens.ts";
 import { findUserByEmail, insertUser, setUserPassword } from "./users.ts";
@@ -19,18 +18,10 @@ function need(args: ParsedArgs, name: string): string {
   return v;
 }
 
-/** Domain errors become one line on stderr and exit code 1. */
+/** Run `fn`; exit code 0 (domain errors are reported by the command runner, src/cli/run.ts). */
 async function run(fn: () => Promise<void>): Promise<number> {
-  try {
-    await fn();
-    return 0;
-  } catch (err) {
-    if (isAppError(err)) {
-      stderr(`error: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
-  }
+  await fn();
+  return 0;
 }
 
 export const usersCommand: Command = {

@@ -11,7 +11,6 @@ import type { Command } from "../cli/command.ts";
 import { withContext } from "../cli/database.ts";
 import { cliIo, stderr, stdout } from "../cli/io.ts";
 import { parseDurationSeconds } from "../kernel/duration.ts";
-import { isAppError } from "../kernel/errors.ts";
 import { isUuid } from "../kernel/ids.ts";
 import { join, raw, sql } from "../storage/sql.ts";
 import { acknowledgeAlert, escalateAlert, reopenAlert, resolveAlert, suppressAlert } from "./actions.ts";
@@ -116,71 +115,63 @@ acknowledging or resolving stops the alert's notifications. --by defaults to cli
   booleanFlags: ["all"],
   async run(args) {
     const [action, id] = args.positionals;
-    try {
-      if (action === "list") {
-        const statuses = oneOf("status", ALERT_STATUSES, flagAll(args, "status"));
-        const severities = oneOf("severity", ALERT_SEVERITIES, flagAll(args, "severity"));
-        const limit = limitOf(args);
-        const wanted = statuses.length > 0 ? statuses : args.flags.has("all") ? [] : [...ACTIVE_STATUSES];
-        const where = [
-          ...(wanted.length > 0 ? [sql`status = ANY(${wanted}::text[])`] : []),
-          ...(severities.length > 0 ? [sql`severity = ANY(${severities}::text[])`] : []),
-        ];
-        const rows = await withContext((ctx) =>
-          ctx.db.many<AlertRow>(sql`
-            SELECT * FROM alerts ${where.length > 0 ? sql`WHERE ${join(where, " AND ")}` : raw("")}
-            ORDER BY triggered_at DESC, id LIMIT ${limit}`),
-        );
-        for (const r of rows) stdout(line(r));
-        return 0;
-      }
-      if (!action) throw new UsageError("expected list, show, ack, resolve, escalate, suppress or reopen");
-      if (!["show", "ack", "resolve", "escalate", "suppress", "reopen"].includes(action)) {
-        throw new UsageError(`unknown action '${action}' (see netmon alerts --help)`);
-      }
-      if (!id) throw new UsageError("ID is required");
-      if (!isUuid(id)) {
-        stderr(`error: no alert ${id}\n`);
-        return 1;
-      }
-      const row = await withContext(async (ctx) => {
-        switch (action) {
-          case "show":
-            return ctx.db.one<AlertRow>(sql`SELECT * FROM alerts WHERE id = ${id}`);
-          case "ack":
-            return acknowledgeAlert(ctx, SYSTEM_ACTOR, id, {
-              acknowledged_by: byOf(args),
-              ...(flag(args, "note") ? { note: flag(args, "note") } : {}),
-            });
-          case "resolve":
-            return resolveAlert(ctx, SYSTEM_ACTOR, id, {
-              resolved_by: byOf(args),
-              ...(flag(args, "note") ? { resolution_note: flag(args, "note") } : {}),
-            });
-          case "escalate":
-            return escalateAlert(ctx, SYSTEM_ACTOR, id, {
-              ...(flag(args, "reason") ? { reason: flag(args, "reason") } : {}),
-            });
-          case "suppress": {
-            const until = untilOf(args, ctx.now());
-            return suppressAlert(ctx, SYSTEM_ACTOR, id, until ? { until } : {});
-          }
-          default:
-            return reopenAlert(ctx, SYSTEM_ACTOR, id);
-        }
-      });
-      if (!row) {
-        stderr(`error: no alert ${id}\n`);
-        return 1;
-      }
-      stdout(action === "show" ? details(row) : line(row));
+    if (action === "list") {
+      const statuses = oneOf("status", ALERT_STATUSES, flagAll(args, "status"));
+      const severities = oneOf("severity", ALERT_SEVERITIES, flagAll(args, "severity"));
+      const limit = limitOf(args);
+      const wanted = statuses.length > 0 ? statuses : args.flags.has("all") ? [] : [...ACTIVE_STATUSES];
+      const where = [
+        ...(wanted.length > 0 ? [sql`status = ANY(${wanted}::text[])`] : []),
+        ...(severities.length > 0 ? [sql`severity = ANY(${severities}::text[])`] : []),
+      ];
+      const rows = await withContext((ctx) =>
+        ctx.db.many<AlertRow>(sql`
+          SELECT * FROM alerts ${where.length > 0 ? sql`WHERE ${join(where, " AND ")}` : raw("")}
+          ORDER BY triggered_at DESC, id LIMIT ${limit}`),
+      );
+      for (const r of rows) stdout(line(r));
       return 0;
-    } catch (err) {
-      if (isAppError(err)) {
-        stderr(`error: ${err.message}\n`);
-        return 1;
-      }
-      throw err;
     }
+    if (!action) throw new UsageError("expected list, show, ack, resolve, escalate, suppress or reopen");
+    if (!["show", "ack", "resolve", "escalate", "suppress", "reopen"].includes(action)) {
+      throw new UsageError(`unknown action '${action}' (see netmon alerts --help)`);
+    }
+    if (!id) throw new UsageError("ID is required");
+    if (!isUuid(id)) {
+      stderr(`error: no alert ${id}\n`);
+      return 1;
+    }
+    const row = await withContext(async (ctx) => {
+      switch (action) {
+        case "show":
+          return ctx.db.one<AlertRow>(sql`SELECT * FROM alerts WHERE id = ${id}`);
+        case "ack":
+          return acknowledgeAlert(ctx, SYSTEM_ACTOR, id, {
+            acknowledged_by: byOf(args),
+            ...(flag(args, "note") ? { note: flag(args, "note") } : {}),
+          });
+        case "resolve":
+          return resolveAlert(ctx, SYSTEM_ACTOR, id, {
+            resolved_by: byOf(args),
+            ...(flag(args, "note") ? { resolution_note: flag(args, "note") } : {}),
+          });
+        case "escalate":
+          return escalateAlert(ctx, SYSTEM_ACTOR, id, {
+            ...(flag(args, "reason") ? { reason: flag(args, "reason") } : {}),
+          });
+        case "suppress": {
+          const until = untilOf(args, ctx.now());
+          return suppressAlert(ctx, SYSTEM_ACTOR, id, until ? { until } : {});
+        }
+        default:
+          return reopenAlert(ctx, SYSTEM_ACTOR, id);
+      }
+    });
+    if (!row) {
+      stderr(`error: no alert ${id}\n`);
+      return 1;
+    }
+    stdout(action === "show" ? details(row) : line(row));
+    return 0;
   },
 };

@@ -9,7 +9,6 @@ import type { Command } from "../cli/command.ts";
 import { withContext } from "../cli/database.ts";
 import { cliIo, cliPath, stderr, stdout } from "../cli/io.ts";
 import { runAction } from "../jsonapi/engine/actions.ts";
-import { isAppError } from "../kernel/errors.ts";
 import { sql } from "../storage/sql.ts";
 import { type ChannelInput, createChannel } from "./notifications/config.ts";
 import "./resources/notifications.ts";
@@ -100,42 +99,34 @@ never shown by the API. Attach channels to escalation steps over the v2 API
   async run(args) {
     const [group, action, id] = args.positionals;
     if (group !== "channel") throw new UsageError("expected 'channel' (see netmon notifications --help)");
-    try {
-      if (action === "create") {
-        const input = channelInput(args);
-        const row = await withContext((ctx) => createChannel(ctx, SYSTEM_ACTOR, input));
-        stdout(`${row.id}\n`);
-        return 0;
-      }
-      if (action === "list") {
-        const rows = await withContext((ctx) =>
-          ctx.db.many<{ id: string; name: string; provider: string; enabled: boolean; health: string }>(
-            sql`SELECT id, name, provider, enabled, health FROM notification_channels ORDER BY name`,
-          ),
-        );
-        for (const r of rows) {
-          stdout(`${r.id}\t${r.name}\t${r.provider}\t${r.enabled ? "enabled" : "disabled"}\t${r.health}\n`);
-        }
-        return 0;
-      }
-      if (action === "enable" || action === "disable") {
-        if (!id) throw new UsageError("ID is required");
-        // The channel's declared update, as PATCH /api/v2/notification-channels/{id} runs it.
-        await withContext((ctx) =>
-          runAction(ctx, SYSTEM_ACTOR, "notification-channel", "update", {
-            id,
-            input: { enabled: action === "enable" },
-          }),
-        );
-        return 0;
-      }
-      throw new UsageError("expected create, list, enable or disable");
-    } catch (err) {
-      if (isAppError(err)) {
-        stderr(`error: ${err.message}\n`);
-        return 1;
-      }
-      throw err;
+    if (action === "create") {
+      const input = channelInput(args);
+      const row = await withContext((ctx) => createChannel(ctx, SYSTEM_ACTOR, input));
+      stdout(`${row.id}\n`);
+      return 0;
     }
+    if (action === "list") {
+      const rows = await withContext((ctx) =>
+        ctx.db.many<{ id: string; name: string; provider: string; enabled: boolean; health: string }>(
+          sql`SELECT id, name, provider, enabled, health FROM notification_channels ORDER BY name`,
+        ),
+      );
+      for (const r of rows) {
+        stdout(`${r.id}\t${r.name}\t${r.provider}\t${r.enabled ? "enabled" : "disabled"}\t${r.health}\n`);
+      }
+      return 0;
+    }
+    if (action === "enable" || action === "disable") {
+      if (!id) throw new UsageError("ID is required");
+      // The channel's declared update, as PATCH /api/v2/notification-channels/{id} runs it.
+      await withContext((ctx) =>
+        runAction(ctx, SYSTEM_ACTOR, "notification-channel", "update", {
+          id,
+          input: { enabled: action === "enable" },
+        }),
+      );
+      return 0;
+    }
+    throw new UsageError("expected create, list, enable or disable");
   },
 };

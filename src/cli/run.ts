@@ -1,4 +1,5 @@
 import { ConfigError } from "../config/config.ts";
+import { isAppError } from "../kernel/errors.ts";
 import { VERSION } from "../kernel/version.ts";
 import { DatabaseLockedError } from "../storage/db.ts";
 import { parseArgs, UsageError } from "./args.ts";
@@ -73,6 +74,11 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     }
     if (err instanceof ConfigError) {
       stderr(`netmon: ${err.message}\n`);
+      return 1;
+    }
+    // A domain refusal (not found, invalid transition, validation): one line, exit code 1.
+    if (isAppError(err)) {
+      stderr(`error: ${err.message}\n`);
       return 1;
     }
     stderr(`netmon ${command.name}: ${describeError(err)}\n`);

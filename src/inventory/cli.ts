@@ -2,7 +2,6 @@ import { flag, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
 import { withContext } from "../cli/database.ts";
 import { cliPath, stderr, stderrStream, stdout } from "../cli/io.ts";
-import { isAppError } from "../kernel/errors.ts";
 import { ImportValidationError, importDevicesFile, progressBar } from "./import.ts";
 
 export const devicesCommand: Command = {
@@ -53,10 +52,6 @@ stderr.`,
           stderr(`line ${e.line}: ${e.field ?? "row"}: ${e.message}\n`);
         }
         if (err.lineErrors.length > 50) stderr(`... and ${err.lineErrors.length - 50} more\n`);
-        stderr(`error: ${err.message}\n`);
-        return 1;
-      }
-      if (isAppError(err)) {
         stderr(`error: ${err.message}\n`);
         return 1;
       }

@@ -9,7 +9,6 @@ import type { Command } from "../cli/command.ts";
 import { withContext } from "../cli/database.ts";
 import { cliPath, stderr, stdout } from "../cli/io.ts";
 import { runAction } from "../jsonapi/engine/actions.ts";
-import { isAppError } from "../kernel/errors.ts";
 import { sql } from "../storage/sql.ts";
 import "./resources/composite-checks.ts";
 
@@ -54,50 +53,42 @@ records a result now and prints its verdict. Results: netmon query 'in:composite
   async run(args) {
     const [group, action, slug] = args.positionals;
     if (group !== "composite") throw new UsageError("expected 'composite' (see netmon checks --help)");
-    try {
-      if (action === "create") {
-        const input = createInput(args);
-        const r = await withContext((ctx) =>
-          runAction(ctx, SYSTEM_ACTOR, "composite-check", "create", { input }),
+    if (action === "create") {
+      const input = createInput(args);
+      const r = await withContext((ctx) =>
+        runAction(ctx, SYSTEM_ACTOR, "composite-check", "create", { input }),
+      );
+      stdout(`${r.id}\n`);
+      return 0;
+    }
+    if (action === "list") {
+      const rows = await withContext((ctx) =>
+        ctx.db.many<{ slug: string; name: string; enabled: boolean; last_verdict: string | null }>(
+          sql`SELECT slug, name, enabled, last_verdict FROM composite_checks ORDER BY slug`,
+        ),
+      );
+      for (const r of rows) {
+        stdout(`${r.slug}\t${r.name}\t${r.enabled ? "enabled" : "disabled"}\t${r.last_verdict ?? "-"}\n`);
+      }
+      return 0;
+    }
+    if (action === "evaluate") {
+      if (!slug) throw new UsageError("SLUG is required");
+      const verdict = await withContext(async (ctx) => {
+        const row = await ctx.db.one<{ id: string }>(
+          sql`SELECT id FROM composite_checks WHERE slug = ${slug}`,
         );
-        stdout(`${r.id}\n`);
-        return 0;
-      }
-      if (action === "list") {
-        const rows = await withContext((ctx) =>
-          ctx.db.many<{ slug: string; name: string; enabled: boolean; last_verdict: string | null }>(
-            sql`SELECT slug, name, enabled, last_verdict FROM composite_checks ORDER BY slug`,
-          ),
-        );
-        for (const r of rows) {
-          stdout(`${r.slug}\t${r.name}\t${r.enabled ? "enabled" : "disabled"}\t${r.last_verdict ?? "-"}\n`);
-        }
-        return 0;
-      }
-      if (action === "evaluate") {
-        if (!slug) throw new UsageError("SLUG is required");
-        const verdict = await withContext(async (ctx) => {
-          const row = await ctx.db.one<{ id: string }>(
-            sql`SELECT id FROM composite_checks WHERE slug = ${slug}`,
-          );
-          if (!row) return null;
-          const r = await runAction(ctx, SYSTEM_ACTOR, "composite-check", "evaluate", { id: row.id });
-          return String(r.record?.last_verdict ?? "unknown");
-        });
-        if (verdict === null) {
-          stderr(`error: no composite check ${slug}\n`);
-          return 1;
-        }
-        stdout(`${verdict}\n`);
-        return 0;
-      }
-      throw new UsageError("expected create, list or evaluate");
-    } catch (err) {
-      if (isAppError(err)) {
-        stderr(`error: ${err.message}\n`);
+        if (!row) return null;
+        const r = await runAction(ctx, SYSTEM_ACTOR, "composite-check", "evaluate", { id: row.id });
+        return String(r.record?.last_verdict ?? "unknown");
+      });
+      if (verdict === null) {
+        stderr(`error: no composite check ${slug}\n`);
         return 1;
       }
-      throw err;
+      stdout(`${verdict}\n`);
+      return 0;
     }
+    throw new UsageError("expected create, list or evaluate");
   },
 };

@@ -3,7 +3,6 @@ import { flag, type ParsedArgs, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
 import { withContext } from "../cli/database.ts";
 import { stderr, stdout } from "../cli/io.ts";
-import { isAppError } from "../kernel/errors.ts";
 import { type QueryResponse, runQuery } from "./run.ts";
 
 function cell(v: unknown): string {
@@ -56,16 +55,9 @@ or the full response ({results, pagination, viz, error}) with --json. Examples:
     }
     const cursor = flag(args, "cursor") ?? null;
     const json = flag(args, "json") === "true";
-    let res: QueryResponse;
-    try {
-      res = await withContext((ctx) => runQuery(ctx, SYSTEM_ACTOR, { query, limit, cursor }));
-    } catch (err) {
-      if (isAppError(err)) {
-        stderr(`error: ${err.message}\n`);
-        return 1;
-      }
-      throw err;
-    }
+    const res: QueryResponse = await withContext((ctx) =>
+      runQuery(ctx, SYSTEM_ACTOR, { query, limit, cursor }),
+    );
     if (json) {
       stdout(`${JSON.stringify(res, null, 2)}\n`);
       return 0;
