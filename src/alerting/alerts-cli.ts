@@ -5,6 +5,7 @@
  * its transition check and notification hooks are those of `POST /api/v2/alerts/{id}/…`; the
  * CLI acts as the system actor and records who acted as `cli:<user>` unless `--by` says.
  */
+import os from "node:os";
 import { SYSTEM_ACTOR } from "../access/actor.ts";
 import { flag, flagAll, type ParsedArgs, UsageError } from "../cli/args.ts";
 import type { Command } from "../cli/command.ts";
@@ -45,7 +46,9 @@ function byOf(args: ParsedArgs): string {
   const by = flag(args, "by")?.trim();
   if (by) return by;
   const env = cliIo().env;
-  return `cli:${env.USER ?? env.LOGNAME ?? "unknown"}`;
+  // A forwarded command runs in the server, whose account is the caller's (the channel's
+  // socket is private to it), so the process's own user name is right in both cases.
+  return `cli:${env.USER ?? env.LOGNAME ?? os.userInfo().username}`;
 }
 
 function untilOf(args: ParsedArgs, now: Date): Date | undefined {
