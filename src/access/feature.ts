@@ -199,7 +199,9 @@ export function createAccessFeature(): Feature {
       if (limiter && limiter.store.kind !== "redis") {
         sweepTimer = setInterval(() => {
           limiter.sweep().catch((err) => ctx.log.warn({ err }, "rate-limit sweep failed"));
-        }, 5 * 60_000);
+          // Every minute: per-key state past its window is garbage (a spray of client
+          // addresses grows it at the request rate), and the sweep is one cheap DELETE.
+        }, 60_000);
         sweepTimer.unref();
       }
     },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type GiveBack, type LeaseBackend, LeasedBudgets } from "./rate-leases.ts";
+import { type GiveBack, type LeaseBackend, LeasedBudgets, PRUNE_AT } from "./rate-leases.ts";
 
 /** A store in memory with the take/give-back semantics of migration 0109, recording calls. */
 function fakeBackend() {
@@ -104,5 +104,23 @@ describe("leased budgets", () => {
     expect(f.takes.length).toBe(before);
     await l.close();
     await small.close();
+  });
+
+  it("a spray of distinct keys is pruned as it grows, not only at the sweep", async () => {
+    // Every take granted: this is about the map of key states, not the store.
+    const grant: LeaseBackend = {
+      take: async (_k, now, _w, _l, want) => ({ granted: want, count: want, oldest: now }),
+      giveBack: async () => {},
+      peek: async () => ({ allowed: true, count: 0, oldest: null }),
+    };
+    let ms = 100_000;
+    const l = new LeasedBudgets(grant, undefined, () => ms);
+    // Each key is used once in its own (long past) second, as one request per client address.
+    for (let i = 0; i < PRUNE_AT * 3; i++) {
+      if (i % 1000 === 0) ms += 1000;
+      await l.hit(`ip-${i}`, 100, 60, Math.floor(ms / 1000));
+    }
+    expect(l.keyCount).toBeLessThanOrEqual(PRUNE_AT + 1000);
+    await l.close();
   });
 });

@@ -89,6 +89,9 @@ export interface LeaseLog {
   warn(o: object, m: string): void;
 }
 
+/** Key states kept before a new key triggers a prune of idle ones (see `state`). */
+export const PRUNE_AT = 10_000;
+
 export class LeasedBudgets {
   private readonly keys = new Map<string, KeyState>();
   private readonly peeks = new Map<string, CachedPeek>();
@@ -97,6 +100,7 @@ export class LeasedBudgets {
   private timer: NodeJS.Timeout | null = null;
   private latestSec = 0;
   private closed = false;
+  private prunedAtMs = 0;
 
   constructor(
     private readonly backend: LeaseBackend,
@@ -233,8 +237,14 @@ export class LeasedBudgets {
     });
   }
 
+  /** Keys with state held now (tests, housekeeping). */
+  get keyCount(): number {
+    return this.keys.size;
+  }
+
   /** Forget idle keys and expired cached peeks (housekeeping). */
   prune(): void {
+    this.prunedAtMs = this.wallMs();
     const now = this.currentSec();
     for (const [key, s] of this.keys) {
       if (s.held === 0 && !s.inflight && s.pending === 0 && s.second < now - 1 && s.full < now) {
@@ -263,6 +273,9 @@ export class LeasedBudgets {
   private state(key: string): KeyState {
     let s = this.keys.get(key);
     if (!s) {
+      // Many distinct keys (a spray of client addresses) would otherwise pile up until the
+      // next sweep: past PRUNE_AT keys, forget idle ones at most once a second.
+      if (this.keys.size >= PRUNE_AT && this.wallMs() - this.prunedAtMs >= 1000) this.prune();
       // A new (or quiet) key starts with leases of one: one take per request, as before leases.
       s = {
         second: 0,
