@@ -61,6 +61,20 @@ export async function runAction(
   return { id: run.record ? String(run.record.id) : null, record: run.record, raw: run.raw?.raw ?? null };
 }
 
+/** A resource's declared create or update and the actor its access rule admits (or a 401). */
+function declaredWrite(
+  type: string,
+  name: "create" | "update",
+  actor: Actor | null,
+): { res: ResourceDecl; who: Actor } {
+  const res = getResource(type);
+  const action = res?.actions?.[name];
+  if (!res || !action) throw new Error(`runAction: ${type} declares no ${name} action`);
+  const who = enforce(action.access, actor);
+  if (!who) throw new AuthenticationRequiredError();
+  return { res, who };
+}
+
 /** The declared `create` action, through the same code as `POST /api/v2/<base>`. */
 async function runCreateAction(
   ctx: AppContext,
@@ -69,11 +83,7 @@ async function runCreateAction(
   id: string | undefined,
   input: Record<string, unknown>,
 ): Promise<ActionResult> {
-  const res = getResource(type);
-  const create = res?.actions?.create;
-  if (!res || !create) throw new Error(`runAction: ${type} declares no create action`);
-  const who = enforce(create.access, actor);
-  if (!who) throw new AuthenticationRequiredError();
+  const { res, who } = declaredWrite(type, "create", actor);
   const out = await runCreate({
     app: ctx,
     res,
@@ -94,11 +104,7 @@ async function runUpdateAction(
   id: string | null,
   input: Record<string, unknown>,
 ): Promise<ActionResult> {
-  const res = getResource(type);
-  const update = res?.actions?.update;
-  if (!res || !update) throw new Error(`runAction: ${type} declares no update action`);
-  const who = enforce(update.access, actor);
-  if (!who) throw new AuthenticationRequiredError();
+  const { res, who } = declaredWrite(type, "update", actor);
   if (!id) throw new NotFoundError(`${type} id is required for 'update'`);
   await runUpdate(
     {
