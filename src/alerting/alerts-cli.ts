@@ -55,19 +55,25 @@ function untilOf(args: ParsedArgs, now: Date): Date | undefined {
   const until = flag(args, "until");
   const forRaw = flag(args, "for");
   if (until && forRaw) throw new UsageError("give --until or --for, not both");
+  let d: Date;
   if (forRaw) {
     try {
-      return new Date(now.getTime() + parseDurationSeconds(forRaw) * 1000);
+      d = new Date(now.getTime() + parseDurationSeconds(forRaw) * 1000);
     } catch (err) {
       throw new UsageError(`--for ${(err as Error).message}`);
     }
+  } else if (until) {
+    d = new Date(until);
+  } else {
+    return undefined;
   }
-  if (until) {
-    const d = new Date(until);
-    if (Number.isNaN(d.getTime())) throw new UsageError(`--until must be an ISO 8601 time, got '${until}'`);
-    return d;
+  // Years 1-9999 only: what PostgreSQL stores and ISO 8601 prints (a huge --for overflows Date).
+  const y = d.getUTCFullYear();
+  if (Number.isNaN(d.getTime()) || y < 1 || y > 9999) {
+    const name = forRaw ? "--for" : "--until";
+    throw new UsageError(`${name} must give a time in the years 1-9999, got '${forRaw ?? until}'`);
   }
-  return undefined;
+  return d;
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString().replace(/\.\d{3}Z$/, "Z") : "-");
@@ -144,6 +150,8 @@ acknowledging or resolving stops the alert's notifications. --by defaults to cli
       stderr(`error: no alert ${id}\n`);
       return 1;
     }
+    // Flags are checked before the database is opened: bad input fails at once.
+    const until = action === "suppress" ? untilOf(args, new Date()) : undefined;
     const row = await withContext(async (ctx) => {
       switch (action) {
         case "show":
@@ -162,10 +170,8 @@ acknowledging or resolving stops the alert's notifications. --by defaults to cli
           return escalateAlert(ctx, SYSTEM_ACTOR, id, {
             ...(flag(args, "reason") ? { reason: flag(args, "reason") } : {}),
           });
-        case "suppress": {
-          const until = untilOf(args, ctx.now());
+        case "suppress":
           return suppressAlert(ctx, SYSTEM_ACTOR, id, until ? { until } : {});
-        }
         default:
           return reopenAlert(ctx, SYSTEM_ACTOR, id);
       }

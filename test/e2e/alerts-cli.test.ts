@@ -136,6 +136,11 @@ describe("netmon alerts CLI", () => {
       [["alerts", "list", "--status", "open"], /--status must be one of/],
       [["alerts", "list", "--limit", "0"], /--limit must be an integer/],
       [["alerts", "suppress", ids.core as string, "--for", "soon"], /--for must be a duration/],
+      [["alerts", "suppress", ids.core as string, "--for", "999999999999d"], /--for must give a time/],
+      [
+        ["alerts", "suppress", ids.core as string, "--until", "+275760-09-13T00:00:00Z"],
+        /--until must give a time/,
+      ],
       [["alerts", "show", "not-an-id"], /no alert not-an-id/],
       [["alerts", "show", "00000000-0000-4000-8000-000000000000"], /no alert/],
       [["alerts", "frobnicate", "x"], /unknown action/],
